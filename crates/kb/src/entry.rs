@@ -1,0 +1,402 @@
+//! Schema of one knowledge-base entry (`kb/<platform>/<name>.toml`).
+//! The prose version of this schema, with the vocabulary of conditions and
+//! placeholders, is `kb/README.md`; keep the two in step.
+
+use serde::{Deserialize, Serialize};
+
+/// Text in every language oomdoc ships.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Text {
+    pub en: String,
+    pub zh: String,
+}
+
+/// Output language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Lang {
+    #[default]
+    En,
+    Zh,
+}
+
+impl Lang {
+    pub fn parse(s: &str) -> Option<Lang> {
+        match s.to_ascii_lowercase().as_str() {
+            "en" | "english" => Some(Lang::En),
+            "zh" | "zh-cn" | "zh_cn" | "cn" | "chinese" => Some(Lang::Zh),
+            _ => None,
+        }
+    }
+}
+
+impl Text {
+    pub fn get(&self, lang: Lang) -> &str {
+        match lang {
+            Lang::En => &self.en,
+            Lang::Zh if self.zh.is_empty() => &self.en,
+            Lang::Zh => &self.zh,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Oom,
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Platform {
+    Tpu,
+    Cuda,
+    Rocm,
+    Mps,
+    Cpu,
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Compile,
+    Load,
+    Runtime,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The failure stops the job (or the step).
+    #[default]
+    Error,
+    /// Logged, but the job may go on (BFC "not a failure", cuDNN autotuner scratch, remat warning).
+    Warning,
+}
+
+/// Memory spaces of the JSON contract.
+pub const MEMORY_SPACES: &[&str] = &[
+    "hbm", "vmem", "smem", "cmem", "sflag", "sc-tilespmem", "sc-spmem", "sc-smem", "sc-hbm", "sc-sync-flags", "device",
+    "shared", "registers", "tensor-memory", "host", "l1",
+];
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reference {
+    /// Short key used by `refs = [...]` elsewhere in the entry.
+    pub key: String,
+    pub title: String,
+    /// A URL (doc page, public issue) or a source path `owner/repo:path` (at a commit if known).
+    pub url: String,
+}
+
+/// A cause, fix or dead end applies when every condition in `when` holds
+/// (`"!name"` negates). An empty `when` always applies.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cause {
+    pub id: String,
+    #[serde(default)]
+    pub when: Vec<String>,
+    pub text: Text,
+    #[serde(default)]
+    pub refs: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fix {
+    pub id: String,
+    #[serde(default)]
+    pub when: Vec<String>,
+    /// One line: what to do. May contain `{placeholders}`.
+    pub title: Text,
+    /// Why and how, a few sentences. May contain `{placeholders}`.
+    #[serde(default)]
+    pub detail: Option<Text>,
+    /// Exact code, flag or command to use. May contain `{placeholders}`; when one of
+    /// them has no value for a finding, `code_fallback` is shown instead (or no code).
+    #[serde(default)]
+    pub code: Option<String>,
+    #[serde(default)]
+    pub code_fallback: Option<String>,
+    /// `python`, `shell`, `toml`, `text`.
+    #[serde(default)]
+    pub code_lang: Option<String>,
+    /// Versions the code applies to, e.g. `PyTorch >= 2.1`.
+    #[serde(default)]
+    pub versions: Option<String>,
+    #[serde(default)]
+    pub refs: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeadEnd {
+    pub id: String,
+    #[serde(default)]
+    pub when: Vec<String>,
+    pub action: Text,
+    pub why: Text,
+    #[serde(default)]
+    pub refs: Vec<String>,
+}
+
+/// A real message this entry must match; the test suite runs every example through
+/// the diagnose engine and checks `expect`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Example {
+    /// Where the text comes from (public issue, doc page).
+    pub source: String,
+    pub text: String,
+    #[serde(default)]
+    pub expect: ExampleExpect,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExampleExpect {
+    /// Defaults to the entry's own id.
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub code: Option<String>,
+    #[serde(default)]
+    pub memory_space: Option<String>,
+    /// Sizes in bytes, keys as in the JSON contract (`requested`, `used`, `limit`, …).
+    #[serde(default)]
+    pub sizes: std::collections::BTreeMap<String, u64>,
+    /// Free-form culprit fields to check (`op`, `shape`, `kernel`, …) as substrings.
+    #[serde(default)]
+    pub culprit: std::collections::BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    /// Stable id, `<family>.<name>`, e.g. `tpu.scoped-vmem`.
+    pub id: String,
+    /// Vendor code (`E1001`) when the failure family has one.
+    #[serde(default)]
+    pub code: Option<String>,
+    /// Vendor code name (`CompileTimeScopedVmemOom`).
+    #[serde(default)]
+    pub code_name: Option<String>,
+    pub kind: Kind,
+    pub platform: Platform,
+    /// Other platforms the same message appears on (e.g. ROCm for a CUDA allocator message).
+    #[serde(default)]
+    pub also_platforms: Vec<Platform>,
+    pub phase: Phase,
+    #[serde(default)]
+    pub memory_space: Option<String>,
+    #[serde(default)]
+    pub severity: Severity,
+    /// Which software versions print this message, as text.
+    #[serde(default)]
+    pub versions: Option<String>,
+    pub title: Text,
+    /// What the message means, in a few sentences.
+    pub summary: Text,
+    #[serde(default)]
+    pub causes: Vec<Cause>,
+    #[serde(default)]
+    pub fixes: Vec<Fix>,
+    #[serde(default)]
+    pub dead_ends: Vec<DeadEnd>,
+    pub references: Vec<Reference>,
+    #[serde(default)]
+    pub examples: Vec<Example>,
+    /// Set by the loader: the file it came from, relative to `kb/`.
+    #[serde(skip_deserializing, default)]
+    pub file: String,
+}
+
+/// Conditions the diagnose engine evaluates for a finding. An entry may use only these.
+pub const CONDITIONS: &[(&str, &str)] = &[
+    ("has_sizes", "the message states at least one size"),
+    ("no_sizes", "the message states no size at all"),
+    ("pallas_kernel", "the culprit is a Pallas/Mosaic kernel (tpu_custom_call, pallas_call) or a Triton kernel launched by XLA"),
+    ("custom_call", "the culprit is any custom-call"),
+    ("padding_heavy", "a listed allocation expands >= 2x through tile padding, or HLO temp utilization is below 50%"),
+    ("dominant_allocation", "one listed allocation is >= 50% of the limit"),
+    ("many_allocations", "allocations are listed and none is >= 50% of the limit"),
+    ("training", "op names or the traceback show a backward pass (jvp, transpose, backward, grad)"),
+    ("f32_allocations", "a listed large allocation is f32"),
+    ("early_abort", "the compiler aborted early without a per-buffer report"),
+    ("sparsecore_dominant", "SparseCore HBM usage exceeds TensorCore HBM usage"),
+    ("tensorcore_dominant", "TensorCore HBM usage exceeds SparseCore HBM usage"),
+    ("fragmentation", "enough memory is free or cached in total, but not in one piece (per-family test)"),
+    ("expandable_segments_set", "the log shows PYTORCH_*_ALLOC_CONF with expandable_segments:True already set"),
+    ("request_exceeds_capacity", "one request is larger than the device's total capacity / the memory space"),
+    ("other_processes", "memory held by other processes or outside this allocator is >= the request (or >= 10% of capacity)"),
+    ("memory_fraction_cap", "a per-process memory fraction cap ('allowed') limited the allocator"),
+    ("private_pools", "memory is held in private pools (CUDA/HIP graphs)"),
+    ("legacy_message", "message format of an old release (PyTorch <= 2.0, THC, TF1, XRT)"),
+    ("mps_other_dominant", "MPS 'other allocations' exceed 'MPS allocated'"),
+    ("framework_jax", "the log comes from JAX"),
+    ("framework_pytorch", "the log comes from PyTorch"),
+    ("framework_tensorflow", "the log comes from TensorFlow/Keras"),
+    ("framework_torch_xla", "the log comes from PyTorch/XLA"),
+    ("framework_vllm", "the log comes from vLLM"),
+    ("inductor", "the kernel was generated by TorchInductor"),
+    ("static_shared_limit", "ptxas reports the 48 KiB (0xc000) static shared-memory limit"),
+    ("warning_only", "the message is a non-fatal warning"),
+    ("sc_space_hbm", "SparseCore allocation in memory space 203 (HBM)"),
+    ("sc_space_onchip", "SparseCore allocation in an on-chip space (0, 201, 202, 204)"),
+    ("space_hbm", "the failing memory space is HBM / device memory"),
+    ("space_vmem", "the failing memory space is VMEM"),
+    ("program_load", "the failure happened loading a program (E0101)"),
+    ("rocm", "the device is AMD (HIP/ROCm)"),
+    ("limit_is_default", "the reported limit equals a known default (16 MiB / 32 MiB scoped VMEM)"),
+    ("request_fits_after_fix", "the computed fix (e.g. vmem_limit_bytes) stays within the chip's physical capacity"),
+];
+
+/// Placeholders the diagnose engine can fill. `_h` variants are human-readable (`18.00 MiB`).
+pub const PLACEHOLDERS: &[(&str, &str)] = &[
+    ("requested", "bytes of the one allocation or kernel need that failed"),
+    ("used", "bytes of the program's / space's total need"),
+    ("limit", "bytes it was checked against"),
+    ("excess", "stated or derived overshoot in bytes"),
+    ("free", "free bytes stated"),
+    ("total", "total capacity stated"),
+    ("reserved", "reserved bytes stated"),
+    ("allocated", "allocated bytes stated"),
+    ("reserved_unallocated", "PyTorch reserved-but-unallocated bytes"),
+    ("over_pct", "overshoot as a percentage of the limit, one decimal"),
+    ("ratio", "need / limit, two decimals"),
+    ("shrink_pct", "how much the need must shrink to fit, percent, one decimal"),
+    ("vmem_limit_bytes", "a per-kernel VMEM limit that covers the reported need (rounded up to 1 MiB)"),
+    ("vmem_limit_mib", "the same in MiB"),
+    ("scoped_vmem_limit_kib", "a value for --xla_tpu_scoped_vmem_limit_kib covering vmem_limit_bytes"),
+    ("chip_vmem_h", "physical VMEM per core of the chip(s) consistent with the log"),
+    ("op", "the culprit HLO instruction / op"),
+    ("kernel", "the culprit kernel name"),
+    ("shape", "the culprit shape as printed"),
+    ("padded_h", "padded size of the culprit shape"),
+    ("unpadded_h", "unpadded size of the culprit shape"),
+    ("largest_alloc_h", "size of the largest listed allocation"),
+    ("largest_alloc_shape", "shape of the largest listed allocation"),
+    ("largest_alloc_op", "op name / label of the largest listed allocation"),
+    ("largest_alloc_pct", "largest allocation as a percentage of the limit"),
+    ("padding_waste_h", "total padding waste over the listed allocations"),
+    ("max_expansion", "largest padding expansion factor among listed allocations"),
+    ("outside_h", "memory this process holds outside the framework allocator"),
+    ("others_h", "memory held by other processes"),
+    ("gpu_family", "GPU generation(s) whose per-block shared-memory limit equals the reported limit"),
+    ("smem_over", "shared-memory bytes over the limit"),
+    ("stages_hint", "num_stages arithmetic: the largest reduction of pipeline stages that fits"),
+    ("tensor_shape", "TensorFlow tensor shape"),
+    ("tensor_bytes_h", "bytes of that tensor computed from shape and dtype"),
+    ("dtype", "element type of the culprit"),
+    ("space_name", "SparseCore / TPU memory space name"),
+    ("requested_words", "SparseCore words requested"),
+    ("limit_words", "SparseCore words allocatable"),
+    ("device", "device named in the message"),
+    ("alloc_conf_var", "PYTORCH_CUDA_ALLOC_CONF or PYTORCH_HIP_ALLOC_CONF, whichever this platform reads"),
+    ("executable", "the XLA program / executable name"),
+];
+
+impl Entry {
+    /// Check the entry against the schema rules that TOML typing cannot express.
+    pub fn validate(&self) -> Result<(), String> {
+        let id_ok = self.id.contains('.')
+            && self.id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-' || c == '_');
+        if !id_ok {
+            return Err(format!("id `{}` must be `family.name` in lowercase", self.id));
+        }
+        if let Some(ms) = &self.memory_space {
+            if !MEMORY_SPACES.contains(&ms.as_str()) {
+                return Err(format!("memory_space `{ms}` is not one of {MEMORY_SPACES:?}"));
+            }
+        }
+        if let Some(c) = &self.code {
+            let ok = c.len() == 5 && c.starts_with('E') && c[1..].chars().all(|d| d.is_ascii_digit());
+            if !ok {
+                return Err(format!("code `{c}` must look like E1001"));
+            }
+        }
+        for (what, t) in [("title", &self.title), ("summary", &self.summary)] {
+            if t.en.trim().is_empty() || t.zh.trim().is_empty() {
+                return Err(format!("{what} needs both en and zh text"));
+            }
+        }
+        if self.references.is_empty() {
+            return Err("an entry needs at least one reference".into());
+        }
+        let keys: Vec<&str> = self.references.iter().map(|r| r.key.as_str()).collect();
+        let check_refs = |refs: &[String], ctx: &str| -> Result<(), String> {
+            for r in refs {
+                if !keys.contains(&r.as_str()) {
+                    return Err(format!("{ctx}: reference `{r}` is not a key in [[references]]"));
+                }
+            }
+            Ok(())
+        };
+        let check_when = |when: &[String], ctx: &str| -> Result<(), String> {
+            for w in when {
+                let name = w.strip_prefix('!').unwrap_or(w);
+                if !CONDITIONS.iter().any(|(c, _)| *c == name) {
+                    return Err(format!("{ctx}: unknown condition `{name}` (see kb/README.md)"));
+                }
+            }
+            Ok(())
+        };
+        let check_text = |t: &Text, ctx: &str| -> Result<(), String> {
+            if t.en.trim().is_empty() || t.zh.trim().is_empty() {
+                return Err(format!("{ctx}: needs both en and zh text"));
+            }
+            for s in [&t.en, &t.zh] {
+                crate::template::placeholders(s).map_err(|e| format!("{ctx}: {e}"))?;
+            }
+            Ok(())
+        };
+        for c in &self.causes {
+            let ctx = format!("cause `{}`", c.id);
+            check_when(&c.when, &ctx)?;
+            check_text(&c.text, &ctx)?;
+            check_refs(&c.refs, &ctx)?;
+        }
+        if self.kind == Kind::Oom && self.fixes.is_empty() {
+            return Err("an oom entry needs at least one fix".into());
+        }
+        for f in &self.fixes {
+            let ctx = format!("fix `{}`", f.id);
+            check_when(&f.when, &ctx)?;
+            check_text(&f.title, &ctx)?;
+            if let Some(d) = &f.detail {
+                check_text(d, &ctx)?;
+            }
+            for c in [&f.code, &f.code_fallback].into_iter().flatten() {
+                crate::template::placeholders(c).map_err(|e| format!("{ctx}: {e}"))?;
+            }
+            check_refs(&f.refs, &ctx)?;
+            if f.refs.is_empty() {
+                return Err(format!("{ctx}: every fix needs a reference"));
+            }
+        }
+        for d in &self.dead_ends {
+            let ctx = format!("dead end `{}`", d.id);
+            check_when(&d.when, &ctx)?;
+            check_text(&d.action, &ctx)?;
+            check_text(&d.why, &ctx)?;
+            check_refs(&d.refs, &ctx)?;
+        }
+        for ex in &self.examples {
+            for k in ex.expect.sizes.keys() {
+                if !crate::SIZE_KEYS.contains(&k.as_str()) {
+                    return Err(format!("example size key `{k}` is not one of {:?}", crate::SIZE_KEYS));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Size keys of the JSON contract.
+pub const SIZE_KEYS: &[&str] =
+    &["requested", "used", "limit", "excess", "free", "total", "reserved", "allocated", "reserved_unallocated"];

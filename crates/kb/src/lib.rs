@@ -1,0 +1,99 @@
+//! The knowledge base.
+//!
+//! Knowledge is data: each failure family is one reviewed TOML file under `kb/`
+//! (schema in `kb/README.md`), embedded at build time. The diagnose engine never
+//! hard-codes advice; it computes facts (conditions and numbers) from a log and
+//! asks the entry which causes, fixes and dead ends apply, filling the entry's
+//! `{placeholders}` with those numbers.
+
+mod entry;
+mod template;
+
+pub use entry::*;
+pub use template::{render, RenderError};
+
+use std::sync::OnceLock;
+
+include!(concat!(env!("OUT_DIR"), "/entries.rs"));
+
+/// The whole knowledge base, parsed once.
+pub struct KnowledgeBase {
+    entries: Vec<Entry>,
+}
+
+/// A knowledge-base file that failed to parse or validate (a build-time bug,
+/// caught by the `kb_is_valid` test; at run time such entries are skipped).
+#[derive(Debug, Clone)]
+pub struct LoadError {
+    pub file: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "kb/{}: {}", self.file, self.message)
+    }
+}
+
+impl KnowledgeBase {
+    /// The embedded knowledge base.
+    pub fn get() -> &'static KnowledgeBase {
+        static KB: OnceLock<KnowledgeBase> = OnceLock::new();
+        KB.get_or_init(|| {
+            let (kb, _errors) = KnowledgeBase::load_embedded();
+            kb
+        })
+    }
+
+    /// Parse every embedded file; returns the entries that loaded and the errors of those that did not.
+    pub fn load_embedded() -> (KnowledgeBase, Vec<LoadError>) {
+        Self::load_from(ENTRY_FILES.iter().map(|(f, s)| (f.to_string(), s.to_string())))
+    }
+
+    /// Parse entries from (file name, TOML text) pairs.
+    pub fn load_from(files: impl IntoIterator<Item = (String, String)>) -> (KnowledgeBase, Vec<LoadError>) {
+        let mut entries = Vec::new();
+        let mut errors = Vec::new();
+        for (file, text) in files {
+            match toml::from_str::<Entry>(&text) {
+                Ok(mut e) => {
+                    e.file = file.clone();
+                    match e.validate() {
+                        Ok(()) => entries.push(e),
+                        Err(m) => errors.push(LoadError { file, message: m }),
+                    }
+                }
+                Err(err) => errors.push(LoadError { file, message: err.to_string() }),
+            }
+        }
+        entries.sort_by(|a, b| a.id.cmp(&b.id));
+        for w in entries.windows(2) {
+            if w[0].id == w[1].id {
+                errors.push(LoadError { file: w[1].file.clone(), message: format!("duplicate id {}", w[1].id) });
+            }
+        }
+        (KnowledgeBase { entries }, errors)
+    }
+
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// Look up by entry id (`tpu.scoped-vmem`), vendor code (`E1001`, case-insensitive,
+    /// also `1001`) or code name (`CompileTimeScopedVmemOom`).
+    pub fn lookup(&self, key: &str) -> Option<&Entry> {
+        let k = key.trim();
+        if let Some(e) = self.entries.iter().find(|e| e.id == k) {
+            return Some(e);
+        }
+        let code = if k.len() == 4 && k.chars().all(|c| c.is_ascii_digit()) { format!("E{k}") } else { k.to_ascii_uppercase() };
+        self.entries
+            .iter()
+            .find(|e| e.code.as_deref().is_some_and(|c| c.eq_ignore_ascii_case(&code)))
+            .or_else(|| self.entries.iter().find(|e| e.code_name.as_deref().is_some_and(|c| c.eq_ignore_ascii_case(k))))
+    }
+
+    pub fn by_id(&self, id: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.id == id)
+    }
+}

@@ -1,0 +1,6 @@
+//! One module per subcommand: its flags (with their documentation) and its `run`.
+pub mod chips;
+pub mod diagnose;
+pub mod explain;
+pub mod memory;
+pub mod plan;

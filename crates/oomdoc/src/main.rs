@@ -1,0 +1,52 @@
+//! `oomdoc`: a thin command line over the oomdoc libraries. Every flag is defined
+//! and documented in the `cmd/` module of its subcommand; this file only dispatches.
+
+mod cli_error;
+mod cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Why your accelerator ran out of memory, and exactly what to change.
+#[derive(Parser)]
+#[command(name = "oomdoc", version, about, long_about = None, arg_required_else_help = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Find every memory failure in a log and explain it with numbers, cause and fixes.
+    Diagnose(cmd::diagnose::DiagnoseArgs),
+    /// Print a knowledge-base entry by id (tpu.scoped-vmem) or vendor code (E1001).
+    Explain(cmd::explain::ExplainArgs),
+    /// Memory viewer for XLA dumps: peak, buffers live at the peak, timeline.
+    Memory(cmd::memory::MemoryArgs),
+    /// Predict on-chip memory of a Pallas TPU or Triton kernel before compiling.
+    Plan(cmd::plan::PlanArgs),
+    /// Print the accelerator hardware table with sources.
+    Chips(cmd::chips::ChipsArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Diagnose(a) => cmd::diagnose::run(a),
+        Command::Explain(a) => cmd::explain::run(a),
+        Command::Memory(a) => cmd::memory::run(a),
+        Command::Plan(a) => cmd::plan::run(a),
+        Command::Chips(a) => cmd::chips::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // A closed pipe (`oomdoc diagnose big.log | head`) is not an error.
+            if e.is_broken_pipe() {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("oomdoc: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
