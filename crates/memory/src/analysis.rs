@@ -1,0 +1,273 @@
+//! The temp heap over time and its peak, computed two ways:
+//! * [`replay_trace`]: XProf's `HeapSimulatorStats` replay of the heap-simulator
+//!   events (exact XProf semantics, x axis = heap event);
+//! * [`sweep_schedule`]: live ranges over the schedule, one value per (allocation,
+//!   offset) at a time (x axis = schedule position). Both give the same peak bytes on
+//!   real dumps; the trace is preferred when an HloProto is available.
+
+use crate::model::{Liveness, ModuleData};
+use crate::proto::hlo::{EventKind, HeapEvent};
+use std::collections::{BTreeMap, HashMap};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Axis {
+    /// Heap-simulator event index (XProf's "program order").
+    HeapEvent,
+    /// Position in the flattened HLO schedule (`-live-range.txt`).
+    Schedule,
+}
+
+/// The temp heap profile of one module (indefinite allocations not included).
+#[derive(Debug, Clone)]
+pub struct TempProfile {
+    pub axis: Axis,
+    /// Per point: instruction, temp bytes, temp unpadded bytes.
+    pub points: Vec<(String, u64, u64)>,
+    pub peak_index: usize,
+    pub peak_bytes: u64,
+    pub peak_unpadded_bytes: u64,
+    /// Buffers live at the peak (positions in `ModuleData::buffers`), in allocation order.
+    pub live_at_peak: Vec<usize>,
+}
+
+pub fn temp_profile(m: &ModuleData) -> Result<TempProfile, String> {
+    match &m.liveness {
+        Liveness::Trace(events) => replay_trace(m, events),
+        Liveness::Schedule { sequence, max, ranges } => Ok(sweep_schedule(m, sequence, *max, ranges)),
+        Liveness::None => Ok(TempProfile { axis: Axis::Schedule, points: Vec::new(), peak_index: 0, peak_bytes: 0, peak_unpadded_bytes: 0, live_at_peak: Vec::new() }),
+    }
+}
+
+/// Live list in insertion order with O(1) removal (a buffer can be re-added when revived).
+#[derive(Default)]
+struct LiveList {
+    entries: Vec<(u64, bool)>,
+    latest: HashMap<u64, usize>,
+}
+
+impl LiveList {
+    fn push(&mut self, id: u64) {
+        self.latest.insert(id, self.entries.len());
+        self.entries.push((id, true));
+    }
+    fn remove(&mut self, id: u64) {
+        if let Some(i) = self.latest.remove(&id) {
+            self.entries[i].1 = false;
+        }
+    }
+    fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.entries.iter().filter(|e| e.1).map(|e| e.0)
+    }
+}
+
+struct Replay {
+    heap: u64,
+    unpadded: u64,
+    refs: HashMap<u64, u64>,
+    canonical: HashMap<u64, u64>,
+    live: LiveList,
+    /// Canonical buffer → the sharer that revived it, shown in its place.
+    display: HashMap<u64, u64>,
+}
+
+impl Replay {
+    fn root(&self, mut b: u64) -> Result<u64, String> {
+        for _ in 0..=self.canonical.len() {
+            match self.canonical.get(&b) {
+                Some(&c) => b = c,
+                None => return Ok(b),
+            }
+        }
+        Err(format!("SHARE_WITH events form a cycle at logical buffer {b}"))
+    }
+}
+
+/// XProf `ProcessHeapSimulatorTrace`. Peak = first strict maximum after an increase.
+pub fn replay_trace(m: &ModuleData, events: &[HeapEvent]) -> Result<TempProfile, String> {
+    let pos: HashMap<u64, usize> = m.buffers.iter().enumerate().map(|(i, b)| (b.id, i)).collect();
+    let sizes = |id: u64| -> Result<(u64, u64), String> {
+        pos.get(&id).map(|&i| (m.buffers[i].size, m.buffers[i].unpadded)).ok_or_else(|| format!("heap event names unknown logical buffer {id}"))
+    };
+    let run = |stop_after: Option<usize>| -> Result<(Vec<(String, u64, u64)>, usize, u64, u64, Replay), String> {
+        let mut st = Replay { heap: 0, unpadded: 0, refs: HashMap::new(), canonical: HashMap::new(), live: LiveList::default(), display: HashMap::new() };
+        let mut points = Vec::with_capacity(if stop_after.is_some() { 0 } else { events.len() });
+        let (mut peak, mut peak_unpadded, mut peak_index) = (0u64, 0u64, 0usize);
+        for (i, e) in events.iter().enumerate() {
+            let b = e.buffer_id;
+            let mut increased = false;
+            match e.kind {
+                EventKind::Alloc => {
+                    let r = st.root(b)?;
+                    *st.refs.entry(r).or_insert(0) += 1;
+                    let (s, u) = sizes(b)?;
+                    st.heap += s;
+                    st.unpadded += u;
+                    st.live.push(b);
+                    increased = true;
+                }
+                EventKind::Free => {
+                    let r = st.root(b)?;
+                    let count = st.refs.get_mut(&r).filter(|c| **c > 0).ok_or_else(|| format!("heap event {i} frees logical buffer {b}, which is not allocated"))?;
+                    *count -= 1;
+                    if *count == 0 {
+                        let (s, u) = sizes(r)?;
+                        st.heap = st.heap.checked_sub(s).ok_or_else(|| format!("heap size goes negative at event {i}"))?;
+                        st.unpadded = st.unpadded.saturating_sub(u);
+                        st.live.remove(r);
+                    }
+                }
+                EventKind::ShareWith => {
+                    st.canonical.insert(b, e.share_with);
+                    let r = st.root(e.share_with)?;
+                    let count = st.refs.entry(r).or_insert(0);
+                    *count += 1;
+                    // Only a share that revives fully freed memory costs bytes.
+                    if *count == 1 {
+                        st.display.insert(r, b);
+                        let (s, u) = sizes(r)?;
+                        st.heap += s;
+                        st.unpadded += u;
+                        st.live.push(r);
+                        increased = true;
+                    }
+                }
+            }
+            if increased && st.heap > peak {
+                peak = st.heap;
+                peak_unpadded = st.unpadded;
+                peak_index = i;
+            }
+            if stop_after.is_none() {
+                points.push((e.instruction_name.clone(), st.heap, st.unpadded));
+            }
+            if stop_after == Some(i) {
+                break;
+            }
+        }
+        Ok((points, peak_index, peak, peak_unpadded, st))
+    };
+    let (points, peak_index, peak_bytes, peak_unpadded_bytes, _) = run(None)?;
+    let mut live_at_peak = Vec::new();
+    if peak_bytes > 0 {
+        let (_, _, _, _, st) = run(Some(peak_index))?;
+        for id in st.live.ids() {
+            let shown = st.display.get(&id).copied().unwrap_or(id);
+            live_at_peak.push(*pos.get(&shown).ok_or_else(|| format!("unknown logical buffer {shown}"))?);
+        }
+    }
+    Ok(TempProfile { axis: Axis::HeapEvent, points, peak_index, peak_bytes, peak_unpadded_bytes, live_at_peak })
+}
+
+/// Sweep of live ranges for the temp allocations of memory color 0. Values at the same
+/// offset of the same allocation share memory: per moment only the largest live one counts.
+pub fn sweep_schedule(m: &ModuleData, sequence: &[String], max: u64, ranges: &[Option<(u64, u64)>]) -> TempProfile {
+    // The parser guarantees max <= sequence length + 1 and every range end <= max.
+    let len = usize::try_from(max).unwrap_or(usize::MAX).min(sequence.len() + 1) + 1;
+    let mut delta = vec![0i64; len + 1];
+    let mut delta_unpadded = vec![0i64; len + 1];
+    // (allocation, offset) → members (start, end, buffer position)
+    let mut groups: HashMap<(usize, u64), Vec<(u64, u64, usize)>> = HashMap::new();
+    for (i, b) in m.buffers.iter().enumerate() {
+        let a = &m.allocations[b.allocation];
+        if !a.is_temp() || a.color != 0 {
+            continue;
+        }
+        if let Some(Some((s, e))) = ranges.get(i) {
+            groups.entry((b.allocation, b.offset)).or_default().push((*s, *e, i));
+        }
+    }
+    for members in groups.values() {
+        if let [(s, e, i)] = members[..] {
+            let b = &m.buffers[i];
+            add_interval(&mut delta, s, e, b.size as i64);
+            add_interval(&mut delta_unpadded, s, e, b.unpadded as i64);
+        } else {
+            add_group_max(&mut delta, members, |i| m.buffers[i].size);
+            add_group_max(&mut delta_unpadded, members, |i| m.buffers[i].unpadded);
+        }
+    }
+    let mut points = Vec::with_capacity(len);
+    let (mut cur, mut cur_u) = (0i64, 0i64);
+    let (mut peak, mut peak_u, mut peak_index) = (0u64, 0u64, 0usize);
+    for t in 0..len {
+        cur += delta[t];
+        cur_u += delta_unpadded[t];
+        let bytes = cur.max(0) as u64;
+        if bytes > peak {
+            peak = bytes;
+            peak_u = cur_u.max(0) as u64;
+            peak_index = t;
+        }
+        points.push((sequence.get(t).cloned().unwrap_or_default(), bytes, cur_u.max(0) as u64));
+    }
+    let t = peak_index as u64;
+    let mut live: Vec<(u64, u64, usize)> = Vec::new();
+    if peak > 0 {
+        for members in groups.values() {
+            // The buffer shown for an offset: the largest live one, then the earliest, then the lowest id.
+            let best = members
+                .iter()
+                .filter(|&&(s, e, _)| s <= t && t <= e)
+                .max_by(|a, b| m.buffers[a.2].size.cmp(&m.buffers[b.2].size).then(b.0.cmp(&a.0)).then(m.buffers[b.2].id.cmp(&m.buffers[a.2].id)));
+            if let Some(&x) = best {
+                live.push(x);
+            }
+        }
+    }
+    live.sort_by_key(|&(s, _, i)| (s, m.buffers[i].id));
+    TempProfile {
+        axis: Axis::Schedule,
+        points,
+        peak_index,
+        peak_bytes: peak,
+        peak_unpadded_bytes: peak_u,
+        live_at_peak: live.into_iter().map(|x| x.2).collect(),
+    }
+}
+
+fn add_interval(delta: &mut [i64], s: u64, e: u64, w: i64) {
+    let (s, e) = (s as usize, e as usize);
+    if s < delta.len() {
+        delta[s] += w;
+    }
+    if e + 1 < delta.len() {
+        delta[e + 1] -= w;
+    }
+}
+
+/// Adds the per-moment maximum weight of overlapping intervals to `delta`.
+fn add_group_max(delta: &mut [i64], members: &[(u64, u64, usize)], weight: impl Fn(usize) -> u64) {
+    let mut events: Vec<(u64, bool, u64)> = Vec::with_capacity(members.len() * 2);
+    for &(s, e, i) in members {
+        let w = weight(i);
+        events.push((s, true, w));
+        events.push((e + 1, false, w));
+    }
+    events.sort_unstable();
+    let mut active: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut prev_max = 0u64;
+    let mut k = 0;
+    while k < events.len() {
+        let time = events[k].0;
+        while k < events.len() && events[k].0 == time {
+            let (_, start, w) = events[k];
+            if start {
+                *active.entry(w).or_insert(0) += 1;
+            } else if let Some(c) = active.get_mut(&w) {
+                *c -= 1;
+                if *c == 0 {
+                    active.remove(&w);
+                }
+            }
+            k += 1;
+        }
+        let now = active.keys().next_back().copied().unwrap_or(0);
+        if now != prev_max {
+            if (time as usize) < delta.len() {
+                delta[time as usize] += now as i64 - prev_max as i64;
+            }
+            prev_max = now;
+        }
+    }
+}

@@ -1,0 +1,276 @@
+//! Finding modules in a dump directory (or among given files) and choosing one.
+//!
+//! XLA names files `module_NNNN.<module>.<backend>_after_optimizations<suffix>`
+//! (`xla/service/dump.cc`); XProf caches `<module>(<program id>).hlo_proto.pb`.
+
+use crate::error::MemoryError;
+use crate::loader;
+use crate::model::ModuleData;
+use crate::report::{build_report, ModuleReport};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Which input to analyse when a module has both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SourcePreference {
+    /// The HloProto when present (XProf's own input, heap-event timeline), else text.
+    #[default]
+    Auto,
+    Text,
+    Proto,
+}
+
+/// The files of one module.
+#[derive(Debug, Clone, Default)]
+pub struct ModuleFiles {
+    pub buffer_assignment: Option<PathBuf>,
+    pub values: Option<PathBuf>,
+    pub live_range: Option<PathBuf>,
+    pub hlo_text: Option<PathBuf>,
+    pub hlo_proto: Option<PathBuf>,
+    /// `.hlo.pb.gz`, which this tool does not decompress.
+    pub compressed_proto: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone)]
+pub struct DumpModule {
+    /// Module name, e.g. `jit_train_step`.
+    pub name: String,
+    /// XLA's unique module id (`module_0034` → 34).
+    pub program_id: Option<u64>,
+    /// File-name prefix shared by the module's files.
+    pub prefix: String,
+    pub files: ModuleFiles,
+    /// The user pointed at one kind of file: analyse that one.
+    pub preference: SourcePreference,
+}
+
+impl DumpModule {
+    /// `jit_train_step (34)`.
+    pub fn label(&self) -> String {
+        match self.program_id {
+            Some(id) => format!("{} ({id})", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// Read the module's files into one model.
+    pub fn load(&self, preference: SourcePreference) -> Result<ModuleData, MemoryError> {
+        let pref = if preference == SourcePreference::Auto { self.preference } else { preference };
+        let f = &self.files;
+        let use_proto = match pref {
+            SourcePreference::Proto => true,
+            SourcePreference::Text => false,
+            SourcePreference::Auto => f.hlo_proto.is_some() || f.buffer_assignment.is_none(),
+        };
+        if use_proto {
+            if let Some(p) = &f.hlo_proto {
+                return loader::from_proto(p, &self.name, self.program_id);
+            }
+            if let Some(gz) = &f.compressed_proto {
+                return Err(MemoryError::Incomplete {
+                    module: self.label(),
+                    message: format!("{} is gzip-compressed (--xla_dump_compress_protos); gunzip it first", gz.display()),
+                });
+            }
+            if pref == SourcePreference::Proto {
+                return Err(MemoryError::Incomplete { module: self.label(), message: "no .hlo.pb (dump with --xla_dump_hlo_as_proto)".into() });
+            }
+        }
+        let Some(ba) = &f.buffer_assignment else {
+            return Err(MemoryError::Incomplete { module: self.label(), message: "no -buffer-assignment.txt".into() });
+        };
+        loader::from_text(&self.name, self.program_id, ba, f.live_range.as_deref(), f.values.as_deref(), f.hlo_text.as_deref())
+    }
+
+    pub fn analyze(&self, preference: SourcePreference) -> Result<ModuleReport, MemoryError> {
+        build_report(&self.load(preference)?)
+    }
+}
+
+/// The modules found under a path.
+#[derive(Debug, Clone)]
+pub struct Dump {
+    pub root: PathBuf,
+    pub modules: Vec<DumpModule>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    BufferAssignment,
+    Values,
+    LiveRange,
+    HloText,
+    HloProto,
+    CompressedProto,
+}
+
+/// Recognise a dump file by its name: (prefix, kind).
+fn classify(file_name: &str) -> Option<(&str, Kind)> {
+    const SUFFIXES: [(&str, Kind); 6] = [
+        ("-buffer-assignment-values.txt", Kind::Values),
+        ("-buffer-assignment.txt", Kind::BufferAssignment),
+        ("-live-range.txt", Kind::LiveRange),
+        (".hlo_proto.pb", Kind::HloProto),
+        (".hlo.pb.gz", Kind::CompressedProto),
+        (".hlo.pb", Kind::HloProto),
+    ];
+    for (suffix, kind) in SUFFIXES {
+        if let Some(prefix) = file_name.strip_suffix(suffix) {
+            // Only optimized modules carry a buffer assignment.
+            if prefix.contains("before_optimizations") {
+                return None;
+            }
+            return Some((prefix, kind));
+        }
+    }
+    let prefix = file_name.strip_suffix(".txt")?;
+    prefix.ends_with("after_optimizations").then_some((prefix, Kind::HloText))
+}
+
+/// `module_0034.jit_f.cpu_after_optimizations` → (`jit_f`, 34); `jit_f(34)` → (`jit_f`, 34).
+pub fn parse_prefix(prefix: &str) -> (String, Option<u64>) {
+    if let Some(rest) = prefix.strip_prefix("module_") {
+        if let Some((id, tail)) = rest.split_once('.') {
+            if let Ok(id) = id.parse::<u64>() {
+                let name = tail.split_once('.').map(|(n, _)| n).unwrap_or(tail);
+                return (name.to_string(), Some(id));
+            }
+        }
+    }
+    if let Some(open) = prefix.rfind('(') {
+        if let Some(id) = prefix[open + 1..].strip_suffix(')').and_then(|s| s.parse().ok()) {
+            return (prefix[..open].to_string(), Some(id));
+        }
+    }
+    (prefix.to_string(), None)
+}
+
+/// Find the modules under `path`: a dump directory (searched a few levels deep, for
+/// profile directories), or one file of a dump (its module's sibling files join it).
+pub fn load_dump(path: &Path) -> Result<Dump, MemoryError> {
+    load_dump_paths(&[path.to_path_buf()])
+}
+
+/// Like [`load_dump`] over several paths; files named explicitly must be dump files.
+pub fn load_dump_paths(paths: &[PathBuf]) -> Result<Dump, MemoryError> {
+    let mut by_prefix: BTreeMap<(PathBuf, String), (ModuleFiles, SourcePreference)> = BTreeMap::new();
+    let root = paths.first().cloned().unwrap_or_default();
+    for path in paths {
+        let meta = std::fs::metadata(path).map_err(|e| MemoryError::io(path, e))?;
+        if meta.is_dir() {
+            walk(path, 0, &mut |dir, name| {
+                if let Some((prefix, kind)) = classify(name) {
+                    let entry = by_prefix.entry((dir.to_path_buf(), prefix.to_string())).or_default();
+                    set(&mut entry.0, kind, dir.join(name));
+                }
+            })?;
+        } else {
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let Some((prefix, kind)) = classify(name) else {
+                return Err(MemoryError::parse(
+                    path,
+                    0,
+                    "not a recognised XLA dump file (expected *-buffer-assignment.txt, *-buffer-assignment-values.txt, *-live-range.txt, *.hlo.pb or *.hlo_proto.pb)",
+                ));
+            };
+            let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+            let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+            let pref = match kind {
+                Kind::HloProto | Kind::CompressedProto => SourcePreference::Proto,
+                _ => SourcePreference::Text,
+            };
+            let key = (dir.clone(), prefix.to_string());
+            if !by_prefix.contains_key(&key) {
+                // Siblings of the same module complete the set.
+                let mut files = ModuleFiles::default();
+                if let Ok(entries) = std::fs::read_dir(&dir) {
+                    for entry in entries.flatten() {
+                        if let Some(n) = entry.file_name().to_str() {
+                            if let Some((p, k)) = classify(n) {
+                                if p == prefix {
+                                    set(&mut files, k, dir.join(n));
+                                }
+                            }
+                        }
+                    }
+                }
+                by_prefix.insert(key.clone(), (files, pref));
+            }
+            let entry = by_prefix.get_mut(&key).expect("inserted above");
+            set(&mut entry.0, kind, path.clone());
+            entry.1 = pref;
+        }
+    }
+    let mut modules: Vec<DumpModule> = by_prefix
+        .into_iter()
+        .filter(|(_, (f, _))| f.buffer_assignment.is_some() || f.hlo_proto.is_some() || f.compressed_proto.is_some())
+        .map(|((_, prefix), (files, preference))| {
+            let (name, program_id) = parse_prefix(&prefix);
+            DumpModule { name, program_id, prefix, files, preference }
+        })
+        .collect();
+    if modules.is_empty() {
+        return Err(MemoryError::NoDumps { path: root });
+    }
+    modules.sort_by(|a, b| a.program_id.cmp(&b.program_id).then(a.prefix.cmp(&b.prefix)));
+    Ok(Dump { root, modules })
+}
+
+fn set(files: &mut ModuleFiles, kind: Kind, path: PathBuf) {
+    let slot = match kind {
+        Kind::BufferAssignment => &mut files.buffer_assignment,
+        Kind::Values => &mut files.values,
+        Kind::LiveRange => &mut files.live_range,
+        Kind::HloText => &mut files.hlo_text,
+        Kind::HloProto => &mut files.hlo_proto,
+        Kind::CompressedProto => &mut files.compressed_proto,
+    };
+    *slot = Some(path);
+}
+
+/// Depth-limited directory walk (dump dirs are flat; profile dirs are
+/// `plugins/profile/<run>/`), in name order for stable output.
+fn walk(dir: &Path, depth: usize, visit: &mut dyn FnMut(&Path, &str)) -> Result<(), MemoryError> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir).map_err(|e| MemoryError::io(dir, e))?.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let Ok(ft) = entry.file_type() else { continue };
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if ft.is_dir() {
+            if depth < 4 {
+                walk(&entry.path(), depth + 1, visit)?;
+            }
+        } else {
+            visit(dir, name);
+        }
+    }
+    Ok(())
+}
+
+impl Dump {
+    /// Pick a module by program id (`34`, `0034`), exact name, unique name substring or
+    /// file prefix. Several matches are an error: never guess.
+    pub fn select(&self, hint: &str) -> Result<&DumpModule, MemoryError> {
+        let hint_t = hint.trim();
+        if let Ok(id) = hint_t.parse::<u64>() {
+            let by_id: Vec<_> = self.modules.iter().filter(|m| m.program_id == Some(id)).collect();
+            if by_id.len() == 1 {
+                return Ok(by_id[0]);
+            }
+        }
+        for exact in [
+            self.modules.iter().filter(|m| m.prefix == hint_t).collect::<Vec<_>>(),
+            self.modules.iter().filter(|m| m.name == hint_t || m.label() == hint_t || format!("{}({})", m.name, m.program_id.unwrap_or(0)) == hint_t).collect(),
+            self.modules.iter().filter(|m| m.name.contains(hint_t) || m.prefix.contains(hint_t)).collect(),
+        ] {
+            match exact.len() {
+                0 => continue,
+                1 => return Ok(exact[0]),
+                _ => return Err(MemoryError::AmbiguousModule { hint: hint.to_string(), candidates: exact.iter().map(|m| m.label()).collect() }),
+            }
+        }
+        Err(MemoryError::ModuleNotFound { hint: hint.to_string(), available: self.modules.iter().map(|m| m.label()).collect() })
+    }
+}

@@ -1,0 +1,50 @@
+//! Typed errors. Every error that comes from input data names the file and, for
+//! text dumps, the 1-based line, so a user can open the file at the problem.
+
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+
+    /// A line that does not follow the grammar of its file.
+    #[error("{}:{line}: {message}", path.display())]
+    Parse { path: PathBuf, line: usize, message: String },
+
+    /// A binary file that is not a readable `xla.HloProto`.
+    #[error("{}: {message}", path.display())]
+    Proto { path: PathBuf, message: String },
+
+    /// Files that parse but disagree with each other (mixed dumps, truncation at a line boundary).
+    #[error("{}{}: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Inconsistent { path: PathBuf, line: Option<usize>, message: String },
+
+    #[error("{}: no XLA memory dumps found (expected *-buffer-assignment.txt with *-live-range.txt, or *.hlo.pb from XLA_FLAGS=--xla_dump_to=DIR --xla_dump_hlo_as_proto)", path.display())]
+    NoDumps { path: PathBuf },
+
+    /// A module's dump lacks what the analysis needs.
+    #[error("module {module}: {message}")]
+    Incomplete { module: String, message: String },
+
+    #[error("no module matches `{hint}`; modules in the dump: {}", available.join(", "))]
+    ModuleNotFound { hint: String, available: Vec<String> },
+
+    #[error("`{hint}` matches several modules: {}; pass the program id or the full name", candidates.join(", "))]
+    AmbiguousModule { hint: String, candidates: Vec<String> },
+}
+
+impl MemoryError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> MemoryError {
+        MemoryError::Io { path: path.to_path_buf(), source }
+    }
+    pub(crate) fn parse(path: &Path, line: usize, message: impl Into<String>) -> MemoryError {
+        MemoryError::Parse { path: path.to_path_buf(), line, message: message.into() }
+    }
+    pub(crate) fn proto(path: &Path, message: impl Into<String>) -> MemoryError {
+        MemoryError::Proto { path: path.to_path_buf(), message: message.into() }
+    }
+    pub(crate) fn inconsistent(path: &Path, line: Option<usize>, message: impl Into<String>) -> MemoryError {
+        MemoryError::Inconsistent { path: path.to_path_buf(), line, message: message.into() }
+    }
+}

@@ -1,0 +1,57 @@
+//! Op names and source lines for the buffers a report shows. Resolved after the
+//! analysis so that only those buffers' instructions are decoded.
+
+use crate::error::MemoryError;
+use crate::loader::check_total;
+use crate::model::{LabelSource, ModuleData};
+use crate::text::instruction::InstructionMeta;
+use crate::text::stack_frames::{parse_hlo_text_head, StackFrameIndex};
+use crate::text::values;
+use std::collections::{HashMap, HashSet};
+
+#[derive(Debug, Clone, Default)]
+pub struct Label {
+    pub op_name: String,
+    pub opcode: String,
+    /// `file:line`, or `""`.
+    pub source: String,
+}
+
+fn label_of(meta: &InstructionMeta, frames: &StackFrameIndex) -> Label {
+    let source = match (&meta.source_file, meta.source_line) {
+        (Some(f), Some(l)) => format!("{f}:{l}"),
+        (Some(f), None) => f.clone(),
+        _ => meta.stack_frame_id.and_then(|id| frames.source(id)).map(|(f, l)| format!("{f}:{l}")).unwrap_or_default(),
+    };
+    Label { op_name: meta.op_name.clone(), opcode: meta.opcode.clone(), source }
+}
+
+pub fn resolve_labels(m: &ModuleData, wanted: &HashSet<u64>) -> Result<HashMap<u64, Label>, MemoryError> {
+    let mut out = HashMap::new();
+    match &m.labels {
+        LabelSource::Proto { instructions, instruction_ids, frames } => {
+            for &id in wanted {
+                if let Some(instr) = instruction_ids.get(&id).and_then(|iid| instructions.get(iid)) {
+                    out.insert(id, label_of(&instr.meta, frames));
+                }
+            }
+        }
+        LabelSource::Text { values_file, hlo_text } => {
+            let Some(path) = values_file else { return Ok(out) };
+            let known: HashSet<u64> = m.buffers.iter().map(|b| b.id).collect();
+            let scan = values::scan(path, &|id| known.contains(&id), &|id| wanted.contains(&id))?;
+            if let Some(total) = scan.total_bytes_used {
+                check_total(path, total, &m.allocations)?;
+            }
+            let needs_frames = scan.meta.values().any(|meta| meta.stack_frame_id.is_some() && meta.source_file.is_none());
+            let frames = match hlo_text {
+                Some(p) if needs_frames => parse_hlo_text_head(p)?,
+                _ => StackFrameIndex::default(),
+            };
+            for (id, meta) in &scan.meta {
+                out.insert(*id, label_of(meta, &frames));
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,263 @@
+//! Builds [`ModuleData`] from a module's files: the text dump set, or an HloProto.
+
+use crate::error::MemoryError;
+use crate::model::{unpadded_size, Allocation, Buffer, LabelSource, Liveness, ModuleData};
+use crate::proto::hlo::{decode_hlo_proto, EventKind};
+use crate::text::{buffer_assignment, live_range, live_range_key};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+/// From `-buffer-assignment.txt` + `-live-range.txt` (values file and HLO text only for labels).
+pub fn from_text(
+    name: &str,
+    program_id: Option<u64>,
+    ba_path: &Path,
+    live_range_path: Option<&Path>,
+    values_path: Option<&Path>,
+    hlo_text: Option<&Path>,
+) -> Result<ModuleData, MemoryError> {
+    let ba = buffer_assignment::parse_file(ba_path)?;
+    let mut allocations = Vec::with_capacity(ba.allocations.len());
+    let mut buffers = Vec::new();
+    let mut seen_ids = HashSet::new();
+    // Lines of each buffer, for error messages.
+    let mut buffer_lines = Vec::new();
+    for a in &ba.allocations {
+        let pos = allocations.len();
+        let mut alloc = Allocation {
+            index: a.index,
+            size: a.size,
+            color: a.color,
+            parameter: a.parameter.is_some(),
+            maybe_live_out: a.maybe_live_out,
+            // The text has no explicit flag; a parameter that may be live out is a donated one.
+            aliased: a.parameter.is_some() && a.maybe_live_out,
+            constant: a.constant,
+            thread_local: a.thread_local,
+            buffers: Vec::with_capacity(a.values.len()),
+        };
+        for v in &a.values {
+            if !seen_ids.insert(v.id) {
+                return Err(MemoryError::inconsistent(ba_path, Some(v.line), format!("value {} appears in two allocations", v.id)));
+            }
+            if v.offset.checked_add(v.size).map_or(true, |end| end > a.size) {
+                return Err(MemoryError::inconsistent(
+                    ba_path,
+                    Some(v.line),
+                    format!("value {} (offset {}, size {}) lies outside allocation {} of {} bytes", v.id, v.offset, v.size, a.index, a.size),
+                ));
+            }
+            alloc.buffers.push(buffers.len());
+            buffer_lines.push(v.line);
+            buffers.push(Buffer {
+                id: v.id,
+                instruction: v.instruction.clone(),
+                index: v.index.clone(),
+                size: v.size,
+                unpadded: unpadded_size(&v.shape, v.size),
+                offset: v.offset,
+                allocation: pos,
+                shape: v.shape.clone(),
+            });
+        }
+        allocations.push(alloc);
+    }
+    if let Some(total) = ba.total_bytes_used {
+        check_total(ba_path, total, &allocations)?;
+    }
+
+    let needs_liveness = allocations.iter().any(|a| a.is_temp() && a.color == 0 && !a.buffers.is_empty());
+    let liveness = match live_range_path {
+        Some(path) => match live_range::parse_file(path)? {
+            Some(lr) => {
+                let mut ranges = Vec::with_capacity(buffers.len());
+                for (b, &line) in buffers.iter().zip(&buffer_lines) {
+                    let alloc = &allocations[b.allocation];
+                    let range = lr.ranges.get(&live_range_key(&b.instruction, &b.index)).map(|&(s, e, _)| (s, e));
+                    if range.is_none() && alloc.is_temp() && alloc.color == 0 {
+                        return Err(MemoryError::inconsistent(
+                            path,
+                            None,
+                            format!(
+                                "no live range for value {} ({}{}) of {}:{line}; are the files from different compilations, or is this one truncated?",
+                                b.id,
+                                b.instruction,
+                                if b.index.is_empty() { "{}" } else { &b.index },
+                                ba_path.display()
+                            ),
+                        ));
+                    }
+                    ranges.push(range);
+                }
+                Liveness::Schedule { sequence: lr.sequence, max: lr.max, ranges }
+            }
+            None if needs_liveness => {
+                return Err(MemoryError::Incomplete {
+                    module: name.to_string(),
+                    message: format!("{} says the live range is not available; use the .hlo.pb dump (--xla_dump_hlo_as_proto)", path.display()),
+                })
+            }
+            None => Liveness::None,
+        },
+        None if needs_liveness => {
+            return Err(MemoryError::Incomplete {
+                module: name.to_string(),
+                message: format!("{} has no -live-range.txt beside it (needs --xla_dump_buffer_assignment_analysis, the default) and no .hlo.pb", ba_path.display()),
+            })
+        }
+        None => Liveness::None,
+    };
+
+    // Older XLA puts the values inside the buffer-assignment file itself.
+    let values_file = match values_path {
+        Some(p) => Some(p.to_path_buf()),
+        None if ba.has_embedded_values => Some(ba_path.to_path_buf()),
+        None => None,
+    };
+    let mut sources = vec![ba_path.to_path_buf()];
+    sources.extend(live_range_path.map(Path::to_path_buf));
+    Ok(ModuleData {
+        name: name.to_string(),
+        program_id,
+        allocations,
+        buffers,
+        liveness,
+        labels: LabelSource::Text { values_file, hlo_text: hlo_text.map(Path::to_path_buf) },
+        sources,
+    })
+}
+
+pub(crate) fn check_total(path: &Path, total: u64, allocations: &[Allocation]) -> Result<(), MemoryError> {
+    let sum: u64 = allocations.iter().map(|a| a.size).sum();
+    if sum != total {
+        return Err(MemoryError::inconsistent(
+            path,
+            None,
+            format!("`Total bytes used: {total}` but the allocations add up to {sum} (truncated buffer assignment, or files from different compilations?)"),
+        ));
+    }
+    Ok(())
+}
+
+/// From an `xla.HloProto` (`*.hlo.pb`, `*.hlo_proto.pb`).
+pub fn from_proto(path: &Path, fallback_name: &str, program_id: Option<u64>) -> Result<ModuleData, MemoryError> {
+    let bytes = std::fs::read(path).map_err(|e| MemoryError::io(path, e))?;
+    let proto = decode_hlo_proto(&bytes).map_err(|e| MemoryError::proto(path, format!("byte {}: {} (is this an xla.HloProto from --xla_dump_hlo_as_proto?)", e.offset, e.message)))?;
+    drop(bytes);
+    let name = if proto.module_name.is_empty() { fallback_name.to_string() } else { proto.module_name.clone() };
+    let program_id = program_id.or(proto.module_id);
+
+    let mut allocations = Vec::with_capacity(proto.allocations.len());
+    let mut buffers = Vec::new();
+    let mut buffer_pos: HashMap<u64, usize> = HashMap::new();
+    let mut instruction_ids = HashMap::new();
+    for a in &proto.allocations {
+        let pos = allocations.len();
+        let mut alloc = Allocation {
+            index: a.index,
+            size: a.size,
+            color: a.color,
+            parameter: a.entry_parameter,
+            maybe_live_out: a.maybe_live_out,
+            aliased: a.aliased_with_output.unwrap_or(a.entry_parameter && a.maybe_live_out),
+            constant: a.constant,
+            thread_local: a.thread_local,
+            buffers: Vec::with_capacity(a.assigned.len()),
+        };
+        for &(id, offset, _assigned_size) in &a.assigned {
+            let lb = proto
+                .logical_buffers
+                .get(&id)
+                .ok_or_else(|| MemoryError::inconsistent(path, None, format!("allocation {} holds logical buffer {id}, which the proto does not define", a.index)))?;
+            if buffer_pos.insert(id, buffers.len()).is_some() {
+                return Err(MemoryError::inconsistent(path, None, format!("logical buffer {id} is assigned twice")));
+            }
+            let instr = proto.instructions.get(&lb.instruction_id);
+            let shape = instr.and_then(|i| i.shape.subshape(&lb.shape_index)).map(|s| s.to_text()).unwrap_or_default();
+            let index = if instr.map_or(false, |i| matches!(i.shape, crate::proto::hlo::ProtoShape::Tuple(_))) {
+                format!("{{{}}}", lb.shape_index.iter().map(u64::to_string).collect::<Vec<_>>().join(","))
+            } else {
+                String::new()
+            };
+            let instruction = instr.map(|i| i.name.clone()).filter(|n| !n.is_empty()).unwrap_or_else(|| lb.instruction_name.clone());
+            instruction_ids.insert(id, lb.instruction_id);
+            alloc.buffers.push(buffers.len());
+            buffers.push(Buffer { id, instruction, index, size: lb.size, unpadded: unpadded_size(&shape, lb.size), offset, allocation: pos, shape });
+        }
+        allocations.push(alloc);
+    }
+
+    // XProf: a trace belongs to the allocation of its first event's buffer (the trace's
+    // own allocation index is stale); use the first temp allocation of color 0 that owns one.
+    let mut owner: HashMap<usize, usize> = HashMap::new();
+    for (t, trace) in proto.traces.iter().enumerate() {
+        if let Some(first) = trace.events.first() {
+            if let Some(&b) = buffer_pos.get(&first.buffer_id) {
+                owner.insert(buffers[b].allocation, t);
+            }
+        }
+    }
+    let mut chosen = None;
+    let mut order: Vec<usize> = (0..allocations.len()).collect();
+    order.sort_by_key(|&i| allocations[i].index);
+    for i in order {
+        let a = &allocations[i];
+        if a.color == 0 && !a.is_indefinite() && !a.thread_local {
+            if let Some(&t) = owner.get(&i) {
+                chosen = Some(t);
+                break;
+            }
+        }
+    }
+    let mut traces = proto.traces;
+    let liveness = match chosen {
+        Some(t) => {
+            let events = std::mem::take(&mut traces[t].events);
+            for (i, e) in events.iter().enumerate() {
+                for id in [Some(e.buffer_id), (e.kind == EventKind::ShareWith).then_some(e.share_with)].into_iter().flatten() {
+                    if !proto.logical_buffers.contains_key(&id) {
+                        return Err(MemoryError::inconsistent(path, None, format!("heap-simulator event {i} names logical buffer {id}, which the proto does not define")));
+                    }
+                }
+            }
+            Liveness::Trace(events)
+        }
+        None => Liveness::None,
+    };
+    // Buffers seen in the trace but assigned nowhere still need a size: add them,
+    // outside any allocation's buffer list.
+    if let Liveness::Trace(events) = &liveness {
+        let temp_alloc = events.first().and_then(|e| buffer_pos.get(&e.buffer_id)).map(|&b| buffers[b].allocation).unwrap_or(0);
+        for e in events {
+            for id in [Some(e.buffer_id), (e.kind == EventKind::ShareWith).then_some(e.share_with)].into_iter().flatten() {
+                if buffer_pos.contains_key(&id) {
+                    continue;
+                }
+                let lb = &proto.logical_buffers[&id];
+                let instr = proto.instructions.get(&lb.instruction_id);
+                let shape = instr.and_then(|i| i.shape.subshape(&lb.shape_index)).map(|s| s.to_text()).unwrap_or_default();
+                buffer_pos.insert(id, buffers.len());
+                instruction_ids.insert(id, lb.instruction_id);
+                buffers.push(Buffer {
+                    id,
+                    instruction: instr.map(|i| i.name.clone()).unwrap_or_else(|| lb.instruction_name.clone()),
+                    index: String::new(),
+                    size: lb.size,
+                    unpadded: unpadded_size(&shape, lb.size),
+                    offset: 0,
+                    allocation: temp_alloc,
+                    shape,
+                });
+            }
+        }
+    }
+    Ok(ModuleData {
+        name,
+        program_id,
+        allocations,
+        buffers,
+        liveness,
+        labels: LabelSource::Proto { instructions: proto.instructions, instruction_ids, frames: proto.stack_frames },
+        sources: vec![path.to_path_buf()],
+    })
+}

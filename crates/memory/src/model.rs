@@ -1,0 +1,118 @@
+//! One module's memory facts, whichever input they came from: allocations, the
+//! logical buffers (HLO values) in them, and how liveness is known — a heap-simulator
+//! trace (from an HloProto) or per-value live ranges over the schedule (text dumps).
+
+use crate::proto::hlo::{HeapEvent, ProtoInstruction};
+use crate::text::stack_frames::StackFrameIndex;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Default)]
+pub struct Allocation {
+    pub index: u64,
+    pub size: u64,
+    pub color: u64,
+    pub parameter: bool,
+    pub maybe_live_out: bool,
+    /// A donated parameter that the output reuses.
+    pub aliased: bool,
+    pub constant: bool,
+    pub thread_local: bool,
+    /// Positions in [`ModuleData::buffers`] of the values assigned here, in dump order.
+    pub buffers: Vec<usize>,
+}
+
+impl Allocation {
+    /// XLA `IsPreallocatedTempBuffer`: what `memory_analysis().temp_size_in_bytes` sums.
+    pub fn is_temp(&self) -> bool {
+        !self.parameter && !self.maybe_live_out && !self.thread_local && !self.constant
+    }
+
+    /// Live for the whole program, as XProf 2.24 counts it (thread-local excluded).
+    pub fn is_indefinite(&self) -> bool {
+        self.parameter || self.maybe_live_out || self.constant
+    }
+
+    /// XProf's group name, checked in XProf's order (a donated parameter is a Parameter).
+    pub fn group(&self) -> &'static str {
+        if self.parameter {
+            "Parameter"
+        } else if self.maybe_live_out {
+            "Output"
+        } else if self.thread_local {
+            "Thread-local"
+        } else if self.constant {
+            "Constant"
+        } else {
+            "Temporary"
+        }
+    }
+}
+
+/// A logical buffer (HLO value) with its place in an allocation.
+#[derive(Debug, Clone, Default)]
+pub struct Buffer {
+    pub id: u64,
+    pub instruction: String,
+    /// `""` for a top-level value, else `{i,j}`.
+    pub index: String,
+    pub size: u64,
+    pub unpadded: u64,
+    pub offset: u64,
+    /// Position in [`ModuleData::allocations`].
+    pub allocation: usize,
+    pub shape: String,
+}
+
+impl Buffer {
+    /// `name` or `name{1}`, as XProf shows a value.
+    pub fn display_name(&self) -> String {
+        if self.index.is_empty() || self.index == "{}" {
+            self.instruction.clone()
+        } else {
+            format!("{}{}", self.instruction, self.index)
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Liveness {
+    /// The heap simulator's ALLOC/FREE/SHARE_WITH events of the temp allocation.
+    Trace(Vec<HeapEvent>),
+    /// The flattened schedule and, per buffer, an inclusive `[start, end]` range
+    /// (`None` for thread-local values, which have none).
+    Schedule { sequence: Vec<String>, max: u64, ranges: Vec<Option<(u64, u64)>> },
+    /// No liveness available for the temp allocation (no temp values at all).
+    None,
+}
+
+/// Where op names and source lines come from, resolved only for the buffers shown.
+#[derive(Debug)]
+pub enum LabelSource {
+    Proto { instructions: HashMap<u64, ProtoInstruction>, instruction_ids: HashMap<u64, u64>, frames: StackFrameIndex },
+    Text { values_file: Option<PathBuf>, hlo_text: Option<PathBuf> },
+}
+
+#[derive(Debug)]
+pub struct ModuleData {
+    pub name: String,
+    pub program_id: Option<u64>,
+    pub allocations: Vec<Allocation>,
+    pub buffers: Vec<Buffer>,
+    pub liveness: Liveness,
+    pub labels: LabelSource,
+    /// The files the facts came from, for messages.
+    pub sources: Vec<PathBuf>,
+}
+
+/// Bytes of a shape without layout padding; tuples and unreadable shapes count as their
+/// allocated size (pointer tables have no padding).
+pub fn unpadded_size(shape: &str, size: u64) -> u64 {
+    if shape.starts_with('(') {
+        return size;
+    }
+    match oomdoc_units::Shape::parse(shape).and_then(|s| s.unpadded_bytes()) {
+        Ok(n) => n,
+        Err(_) => size,
+    }
+}

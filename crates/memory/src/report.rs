@@ -1,0 +1,217 @@
+//! The analysis result: what `--format json` prints (see `docs/memory.md` for the
+//! contract) plus a few fields for the text and HTML views that are not serialized.
+
+use crate::analysis::{temp_profile, Axis};
+use crate::error::MemoryError;
+use crate::labels::{resolve_labels, Label};
+use crate::model::ModuleData;
+use serde::Serialize;
+use std::collections::HashSet;
+
+/// Buffers smaller than this are merged into one entry, as XProf's `kSmallBufferSize`.
+pub const SMALL_BUFFER_BYTES: u64 = 16 * 1024;
+/// The name XProf gives the merged entry.
+pub const SMALL_BUFFER_NAME: &str = "small (<16384 bytes)";
+
+/// `{"modules": [...]}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryReport {
+    pub modules: Vec<ModuleReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ModuleReport {
+    pub name: String,
+    /// Temp heap at its simulated peak + parameters, outputs (aliased once) and constants:
+    /// XProf's `peakHeapMib` × 2^20.
+    pub peak_bytes: u64,
+    pub peak_unpadded_bytes: u64,
+    /// Index into `timeline` where the peak is reached.
+    pub peak_position: u64,
+    pub peak_instruction: String,
+    /// `memory_analysis()` figures.
+    pub arguments_bytes: u64,
+    pub outputs_bytes: u64,
+    pub alias_bytes: u64,
+    pub temp_bytes: u64,
+    pub constants_bytes: u64,
+    /// All allocations of memory space 0 except thread-local (XProf's `totalBufferAllocationMib`).
+    pub total_allocation_bytes: u64,
+    /// `total_allocation_bytes - peak_bytes`: arena space the packing could not use.
+    pub fragmentation_bytes: u64,
+    pub buffers_at_peak: Vec<BufferAtPeak>,
+    pub timeline: Vec<TimelinePoint>,
+
+    #[serde(skip)]
+    pub program_id: Option<u64>,
+    #[serde(skip)]
+    pub thread_local_bytes: u64,
+    /// Simulated temp heap at the peak (without indefinite allocations).
+    #[serde(skip)]
+    pub temp_peak_bytes: u64,
+    /// Parameters + outputs − aliased + constants (what every moment carries).
+    #[serde(skip)]
+    pub indefinite_bytes: u64,
+    #[serde(skip)]
+    pub axis: Axis,
+    #[serde(skip)]
+    pub sources: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BufferAtPeak {
+    /// Defining instruction (`name{i}` for a tuple element), or [`SMALL_BUFFER_NAME`].
+    pub name: String,
+    pub shape: String,
+    pub size_bytes: u64,
+    pub unpadded_bytes: u64,
+    /// `Parameter`, `Output`, `Temporary`, `Constant`, `Thread-local`, or `Small` for the merged entry.
+    pub group: String,
+    pub op_name: String,
+    /// `file:line` of the innermost user frame, or `""`.
+    pub source: String,
+    #[serde(skip)]
+    pub logical_buffer_id: Option<u64>,
+    #[serde(skip)]
+    pub opcode: String,
+    /// Number of buffers merged into this entry (1 for a real buffer).
+    #[serde(skip)]
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TimelinePoint {
+    pub position: u64,
+    pub instruction: String,
+    pub bytes: u64,
+    pub unpadded_bytes: u64,
+}
+
+impl ModuleReport {
+    /// Padding at the peak: Σ(size − unpadded) over the buffers at the peak.
+    pub fn padding_bytes(&self) -> u64 {
+        self.buffers_at_peak.iter().map(|b| b.size_bytes.saturating_sub(b.unpadded_bytes)).sum()
+    }
+
+    /// Largest real buffers (the merged small entry excluded).
+    pub fn top_buffers(&self, n: usize) -> impl Iterator<Item = &BufferAtPeak> {
+        self.buffers_at_peak.iter().filter(|b| b.logical_buffer_id.is_some()).take(n)
+    }
+}
+
+pub fn build_report(m: &ModuleData) -> Result<ModuleReport, MemoryError> {
+    let profile = temp_profile(m).map_err(|msg| MemoryError::inconsistent(m.sources.first().map(|p| p.as_path()).unwrap_or(std::path::Path::new(&m.name)), None, msg))?;
+
+    // memory_analysis() figures (all memory spaces, as XLA's CompiledMemoryStats).
+    let sum = |pred: &dyn Fn(&crate::model::Allocation) -> bool| -> u64 { m.allocations.iter().filter(|a| pred(a)).map(|a| a.size).sum() };
+    let arguments_bytes = sum(&|a| a.parameter);
+    let outputs_bytes = sum(&|a| a.maybe_live_out);
+    let alias_bytes = sum(&|a| a.parameter && a.aliased);
+    let temp_bytes = sum(&|a| a.is_temp());
+    let constants_bytes = sum(&|a| a.constant);
+    let thread_local_bytes = sum(&|a| a.thread_local);
+    let total_allocation_bytes = sum(&|a| a.color == 0 && !a.thread_local);
+
+    // Indefinite allocations: one representative buffer each (the first largest), and
+    // their allocation sizes on top of every point of the temp heap.
+    let mut indefinite_bytes = 0u64;
+    let mut shown: Vec<usize> = Vec::new();
+    for a in m.allocations.iter().filter(|a| a.color == 0 && a.is_indefinite()) {
+        let mut best: Option<usize> = None;
+        for &b in &a.buffers {
+            if best.map_or(true, |x| m.buffers[b].size > m.buffers[x].size) {
+                best = Some(b);
+            }
+        }
+        if let Some(b) = best {
+            indefinite_bytes += a.size;
+            shown.push(b);
+        }
+    }
+    shown.extend(profile.live_at_peak.iter().copied());
+
+    let wanted: HashSet<u64> = shown.iter().map(|&b| m.buffers[b].id).collect();
+    let labels = resolve_labels(m, &wanted)?;
+    let no_label = Label::default();
+
+    let mut buffers_at_peak = Vec::new();
+    let (mut small_bytes, mut small_unpadded, mut small_count) = (0u64, 0u64, 0u64);
+    // Sort key per entry: (size desc, allocation index, id) for a deterministic order
+    // where XProf's sort is unstable.
+    let mut keyed: Vec<((u64, u64, u64), BufferAtPeak)> = Vec::new();
+    for &b in &shown {
+        let buf = &m.buffers[b];
+        if buf.size < SMALL_BUFFER_BYTES {
+            small_bytes += buf.size;
+            small_unpadded += buf.unpadded;
+            small_count += 1;
+            continue;
+        }
+        let alloc = &m.allocations[buf.allocation];
+        let label = labels.get(&buf.id).unwrap_or(&no_label);
+        keyed.push((
+            (buf.size, alloc.index, buf.id),
+            BufferAtPeak {
+                name: buf.display_name(),
+                shape: buf.shape.clone(),
+                size_bytes: buf.size,
+                unpadded_bytes: buf.unpadded,
+                group: alloc.group().to_string(),
+                op_name: label.op_name.clone(),
+                source: label.source.clone(),
+                logical_buffer_id: Some(buf.id),
+                opcode: label.opcode.clone(),
+                count: 1,
+            },
+        ));
+    }
+    if small_count > 0 {
+        keyed.push((
+            (small_bytes, u64::MAX, u64::MAX),
+            BufferAtPeak {
+                name: SMALL_BUFFER_NAME.to_string(),
+                shape: String::new(),
+                size_bytes: small_bytes,
+                unpadded_bytes: small_unpadded,
+                group: "Small".to_string(),
+                op_name: String::new(),
+                source: String::new(),
+                logical_buffer_id: None,
+                opcode: String::new(),
+                count: small_count,
+            },
+        ));
+    }
+    keyed.sort_by(|(a, _), (b, _)| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    buffers_at_peak.extend(keyed.into_iter().map(|(_, b)| b));
+
+    let timeline: Vec<TimelinePoint> = profile
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, (instr, bytes, unpadded))| TimelinePoint { position: i as u64, instruction: instr.clone(), bytes: bytes + indefinite_bytes, unpadded_bytes: unpadded + indefinite_bytes })
+        .collect();
+    let peak_bytes = profile.peak_bytes + indefinite_bytes;
+    Ok(ModuleReport {
+        name: m.name.clone(),
+        peak_bytes,
+        peak_unpadded_bytes: profile.peak_unpadded_bytes + indefinite_bytes,
+        peak_position: profile.peak_index as u64,
+        peak_instruction: profile.points.get(profile.peak_index).map(|p| p.0.clone()).unwrap_or_default(),
+        arguments_bytes,
+        outputs_bytes,
+        alias_bytes,
+        temp_bytes,
+        constants_bytes,
+        total_allocation_bytes,
+        fragmentation_bytes: total_allocation_bytes.saturating_sub(peak_bytes),
+        buffers_at_peak,
+        timeline,
+        program_id: m.program_id,
+        thread_local_bytes,
+        temp_peak_bytes: profile.peak_bytes,
+        indefinite_bytes,
+        axis: profile.axis,
+        sources: m.sources.iter().map(|p| p.display().to_string()).collect(),
+    })
+}
