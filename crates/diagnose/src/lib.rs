@@ -1,1 +1,202 @@
-//! placeholder
+//! The diagnose engine: finds every accelerator memory failure in a log and
+//! explains it with the log's own numbers.
+//!
+//! Pipeline: [`scan`] streams the input and cuts out small blocks around trigger
+//! words → [`normalize`] cleans and re-joins their lines → [`recognize`] reads the
+//! messages into hits (entry id, sizes, culprit) → identical failures are merged →
+//! [`facts`] computes conditions and numbers → [`advise`] applies the knowledge
+//! base entry (cause, ranked fixes, dead ends).
+//!
+//! ```
+//! let report = oomdoc_diagnose::diagnose_text(
+//!     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 1.66 GiB is free.",
+//!     &oomdoc_diagnose::Options::default(),
+//! );
+//! assert_eq!(report.findings[0].id, "pytorch.cuda-oom");
+//! assert_eq!(report.findings[0].sizes.requested, Some(2 << 30));
+//! ```
+
+pub mod advise;
+pub mod context;
+pub mod facts;
+pub mod finding;
+pub mod hardware;
+pub mod normalize;
+pub mod recognize;
+pub mod render;
+pub mod scan;
+
+pub use finding::*;
+pub use oomdoc_kb::Lang;
+
+use facts::Facts;
+use oomdoc_kb::{Kind, KnowledgeBase, Phase, Platform, Severity};
+use recognize::Hit;
+use std::collections::{BTreeSet, HashMap};
+use std::io::Read;
+
+/// How to diagnose.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Language of titles, causes and fixes.
+    pub lang: Lang,
+}
+
+/// At most this many distinct findings are kept (repeats are counted, not stored).
+const MAX_FINDINGS: usize = 1000;
+
+/// Diagnose a whole log from a reader, streaming.
+pub fn diagnose_reader<R: Read>(reader: R, opts: &Options) -> std::io::Result<Report> {
+    let mut collector = Collector::default();
+    let mut ctx = scan::LogContext::default();
+    let stats = scan::scan(reader, &mut ctx, |block| collector.block(block))?;
+    let mut report = collector.finish(&ctx, opts);
+    report.lines_scanned = stats.lines;
+    report.bytes_scanned = stats.bytes;
+    Ok(report)
+}
+
+/// Diagnose a log held in memory.
+pub fn diagnose_text(text: &str, opts: &Options) -> Report {
+    diagnose_reader(text.as_bytes(), opts).expect("reading from memory cannot fail")
+}
+
+/// A finding under construction, with what advice needs later.
+struct Pending {
+    finding: Finding,
+    flags: BTreeSet<&'static str>,
+    block_text: String,
+}
+
+#[derive(Default)]
+struct Collector {
+    pending: Vec<Pending>,
+    index: HashMap<String, usize>,
+}
+
+impl Collector {
+    fn block(&mut self, raw: scan::RawBlock) {
+        let lines: Vec<_> = raw.lines.iter().map(|(n, l)| normalize::clean_line(*n, l)).collect();
+        let flat = normalize::flatten(&lines);
+        for hit in recognize::recognize_all(&flat) {
+            let finding = build(&hit, &flat);
+            let key = fingerprint(&finding);
+            match self.index.get(&key) {
+                Some(&i) => self.pending[i].finding.occurrences += 1,
+                None if self.pending.len() < MAX_FINDINGS => {
+                    self.index.insert(key, self.pending.len());
+                    // Keep the text around the message for framework and training cues.
+                    let lo = flat.text[..hit.start].char_indices().rev().nth(3000).map_or(0, |(i, _)| i);
+                    let hi = recognize::window(&flat.text, hit.start, 6000).len() + hit.start;
+                    self.pending.push(Pending { finding, flags: hit.flags.clone(), block_text: flat.text[lo..hi].to_string() });
+                }
+                None => {}
+            }
+        }
+    }
+
+    fn finish(self, ctx: &scan::LogContext, opts: &Options) -> Report {
+        let kb = KnowledgeBase::get();
+        let settings: String = ctx.lines.iter().map(|l| l.1.as_str()).collect::<Vec<_>>().join("\n");
+        let expandable_global = context::shows_expandable_segments(&settings);
+        let mut findings: Vec<Finding> = self
+            .pending
+            .into_iter()
+            .map(|mut p| {
+                let expandable = expandable_global || context::shows_expandable_segments(&p.block_text);
+                let facts: Facts = facts::compute(&p.finding, &p.flags, &p.block_text, expandable);
+                let f = &mut p.finding;
+                if f.framework.is_none() {
+                    f.framework = context::frameworks(&p.block_text).first().map(|s| s.to_string());
+                }
+                f.headline = facts::headline(f, &facts, opts.lang);
+                match kb.by_id(&f.id) {
+                    Some(entry) => advise::apply(f, entry, &facts, opts.lang),
+                    None => f.title = f.id.clone(),
+                }
+                p.finding
+            })
+            .collect();
+        findings.sort_by_key(|f| (f.line, f.end_line));
+        if let Some(first) = findings.iter_mut().find(|f| f.kind == Kind::Oom && f.severity == Severity::Error) {
+            first.first_fatal = true;
+        }
+        Report { findings, lines_scanned: 0, bytes_scanned: 0 }
+    }
+}
+
+/// What makes two findings the same failure (a traceback repeated by every worker).
+fn fingerprint(f: &Finding) -> String {
+    format!(
+        "{}|{:?}|{:?}|{:?}|{:?}|{:?}",
+        f.id,
+        serde_json::to_string(&f.sizes).unwrap_or_default(),
+        f.culprit.op,
+        f.culprit.kernel,
+        f.culprit.shape,
+        f.culprit.node
+    )
+}
+
+/// Turn a recognizer hit into a finding (before advice).
+fn build(hit: &Hit, flat: &normalize::Flat) -> Finding {
+    let kb = KnowledgeBase::get();
+    let entry = kb.by_id(hit.id);
+    let kind = entry.map_or(Kind::Oom, |e| e.kind);
+    let severity = if hit.flags.contains("warning_only") { Severity::Warning } else { entry.map_or(Severity::Error, |e| e.severity) };
+    let mut sizes = Sizes::default();
+    let mut printed = std::collections::BTreeMap::new();
+    for (k, p) in &hit.sizes {
+        *sizes.slot(*k) = Some(p.bytes);
+        printed.insert(k.name().to_string(), p.text.clone());
+    }
+    let code = hit.code_in_log.clone().or_else(|| entry.and_then(|e| e.code.clone()));
+    let excerpt = excerpt(&flat.text, hit.start, hit.end);
+    let mut f = Finding {
+        id: hit.id.to_string(),
+        code,
+        code_in_log: hit.code_in_log.is_some(),
+        kind,
+        severity,
+        confidence: hit.confidence,
+        first_fatal: false,
+        title: String::new(),
+        platform: hit.platform.or(entry.map(|e| e.platform)).unwrap_or(Platform::Other),
+        phase: hit.phase.or(entry.map(|e| e.phase)).unwrap_or(Phase::Runtime),
+        memory_space: hit.memory_space.clone().or_else(|| entry.and_then(|e| e.memory_space.clone())),
+        sizes,
+        printed,
+        derived: hit.derived.clone(),
+        details: hit.details.clone(),
+        headline: String::new(),
+        line: flat.line_at(hit.start),
+        end_line: flat.line_at(hit.end.saturating_sub(1).max(hit.start)),
+        occurrences: 1,
+        framework: None,
+        exception: context::exception_near(&flat.text, hit.start),
+        status: context::status_near(&flat.text, hit.start),
+        culprit: hit.culprit.clone(),
+        cause: None,
+        fixes: Vec::new(),
+        dead_ends: Vec::new(),
+        references: Vec::new(),
+        excerpt,
+    };
+    if kind == Kind::Other {
+        f.severity = if f.severity == Severity::Warning { Severity::Warning } else { Severity::Error };
+    }
+    f
+}
+
+/// The message text, at most 6 lines and 1200 characters.
+fn excerpt(t: &str, start: usize, end: usize) -> String {
+    let line_start = t[..start].rfind('\n').map_or(0, |i| i + 1);
+    let end = end.max(start).min(t.len());
+    let line_end = t[end..].find('\n').map_or(t.len(), |i| end + i);
+    let s = &t[line_start..line_end];
+    let mut out: String = s.lines().take(6).collect::<Vec<_>>().join("\n");
+    if out.chars().count() > 1200 {
+        out = out.chars().take(1200).collect::<String>() + "…";
+    }
+    out
+}

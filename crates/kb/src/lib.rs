@@ -6,9 +6,11 @@
 //! asks the entry which causes, fixes and dead ends apply, filling the entry's
 //! `{placeholders}` with those numbers.
 
+mod display;
 mod entry;
 mod template;
 
+pub use display::to_markdown;
 pub use entry::*;
 pub use template::{render, RenderError};
 

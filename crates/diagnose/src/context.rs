@@ -1,0 +1,89 @@
+//! Facts about the log around a failure: framework, exception class, status code,
+//! and settings printed elsewhere in the log (allocator configuration).
+
+use crate::grammar;
+
+grammar!(fw_vllm, r"\bvllm\b|EngineCore|tpu_inference|vllm/");
+grammar!(fw_torch_xla, r"torch_xla|Bad StatusOr access|pytorch/xla|xla_util\.cc|XRTExecute|XLA_USE_BF16");
+grammar!(fw_jax, r"jaxlib|jax\.errors|jax\._src|XlaRuntimeError|JaxRuntimeError|/jax/|jax\.|pjit\(|jit\(");
+grammar!(fw_tf, r"tensorflow|ResourceExhaustedError|\bkeras|tf\.|report_tensor_allocations_upon_oom");
+grammar!(fw_torch, r"\btorch\.|/torch/|torch\._|OutOfMemoryError: CUDA|Tried to allocate|THCudaCheck|PYTORCH_");
+grammar!(exception, r"(?P<e>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|OutOfResources|UnfilteredStackTrace))\s*:");
+grammar!(status, r"\b(?P<s>RESOURCE_EXHAUSTED|INTERNAL|UNKNOWN|INVALID_ARGUMENT|UNIMPLEMENTED|FAILED_PRECONDITION|Resource exhausted)\b");
+grammar!(expandable_set, r"PYTORCH_(?:CUDA|HIP)_ALLOC_CONF\s*[=:]\s*['\x22]?[^\s'\x22]*expandable_segments:\s*True");
+grammar!(training, r"jvp\(|transpose\(jvp|backward|/grad|autograd|\.grad\b|value_and_grad");
+
+/// Frameworks whose traces appear in a text, most specific first.
+pub fn frameworks(t: &str) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if fw_vllm().is_match(t) {
+        out.push("vllm");
+    }
+    if fw_torch_xla().is_match(t) {
+        out.push("torch_xla");
+    }
+    if fw_jax().is_match(t) {
+        out.push("jax");
+    }
+    if fw_tf().is_match(t) {
+        out.push("tensorflow");
+    }
+    if fw_torch().is_match(t) {
+        out.push("pytorch");
+    }
+    out
+}
+
+/// The exception class that carries the message: the first one on the message's line,
+/// else on the line before it.
+pub fn exception_near(t: &str, at: usize) -> Option<String> {
+    let line_start = t[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = t[at..].find('\n').map_or(t.len(), |i| at + i);
+    let line = &t[line_start..line_end];
+    if let Some(c) = exception().captures(line) {
+        if c.get(0).unwrap().start() <= at - line_start + 1 {
+            return Some(c["e"].to_string());
+        }
+    }
+    if line_start > 0 {
+        let prev_start = t[..line_start - 1].rfind('\n').map_or(0, |i| i + 1);
+        let prev = &t[prev_start..line_start - 1];
+        if let Some(c) = exception().captures_iter(prev).last() {
+            return Some(c["e"].to_string());
+        }
+    }
+    None
+}
+
+/// The absl status code printed before the message on its line.
+pub fn status_near(t: &str, at: usize) -> Option<String> {
+    let line_start = t[..at].rfind('\n').map_or(0, |i| i + 1);
+    let end = (at + 40).min(t.len());
+    let mut end = end;
+    while !t.is_char_boundary(end) {
+        end -= 1;
+    }
+    let seg = &t[line_start..end];
+    status().captures_iter(seg).last().map(|c| {
+        let s = &c["s"];
+        if s == "Resource exhausted" {
+            "RESOURCE_EXHAUSTED".to_string()
+        } else {
+            s.to_string()
+        }
+    })
+}
+
+/// True when the text shows the allocator configured with expandable segments
+/// (not merely PyTorch's own hint suggesting it).
+pub fn shows_expandable_segments(t: &str) -> bool {
+    expandable_set().find_iter(t).any(|m| {
+        let before = &t[..m.start()];
+        let tail: String = before.chars().rev().take(24).collect::<String>().chars().rev().collect();
+        !tail.contains("try setting")
+    })
+}
+
+pub fn shows_training(t: &str) -> bool {
+    training().is_match(t)
+}

@@ -1,0 +1,415 @@
+//! From a finding's numbers to the conditions and placeholder values the knowledge
+//! base is written against (vocabulary: `oomdoc_kb::CONDITIONS` and `PLACEHOLDERS`).
+//! Everything here is exact arithmetic on stated numbers; nothing is guessed.
+
+use crate::finding::{Finding, SizeKey};
+use oomdoc_kb::{Lang, Platform};
+use oomdoc_units::format_bytes;
+use std::collections::{BTreeMap, BTreeSet};
+
+const MIB: u64 = 1 << 20;
+
+/// Conditions and values for one finding.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    pub conditions: BTreeSet<String>,
+    pub vars: BTreeMap<String, String>,
+}
+
+impl Facts {
+    pub fn holds(&self, when: &[String]) -> bool {
+        when.iter().all(|w| match w.strip_prefix('!') {
+            Some(neg) => !self.conditions.contains(neg),
+            None => self.conditions.contains(w.as_str()),
+        })
+    }
+    fn set(&mut self, c: &str) {
+        self.conditions.insert(c.to_string());
+    }
+    fn var(&mut self, k: &str, v: impl Into<String>) {
+        self.vars.insert(k.to_string(), v.into());
+    }
+}
+
+fn pct(num: u64, den: u64) -> String {
+    format!("{:.1}", num as f64 * 100.0 / den as f64)
+}
+
+/// Compute facts. `flags` are conditions the recognizers stated directly; `block`
+/// is the normalized text around the failure; `log_settings` the settings lines.
+pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str, expandable_set: bool) -> Facts {
+    let mut x = Facts::default();
+    for fl in flags {
+        x.set(fl);
+    }
+    let s = &f.sizes;
+    if s.is_empty() {
+        x.set("no_sizes");
+    } else {
+        x.set("has_sizes");
+    }
+    for k in SizeKey::ALL {
+        if let Some(v) = s.get(k) {
+            x.var(k.name(), v.to_string());
+            x.var(&format!("{}_h", k.name()), format_bytes(v));
+        }
+    }
+    for d in &f.derived {
+        if s.get(size_key(&d.name).unwrap_or(SizeKey::Excess)).is_none() || size_key(&d.name).is_none() {
+            x.var(&d.name, d.bytes.to_string());
+            x.var(&format!("{}_h", d.name), format_bytes(d.bytes));
+        }
+    }
+    // Need versus limit.
+    let need = s.used.or(s.requested).or_else(|| f.derived.iter().find(|d| d.name == "used").map(|d| d.bytes));
+    if let (Some(need), Some(limit)) = (need, s.limit) {
+        if limit > 0 {
+            x.var("ratio", format!("{:.2}", need as f64 / limit as f64));
+            if need > limit {
+                x.var("over_pct", pct(need - limit, limit));
+                x.var("shrink_pct", pct(need - limit, need));
+                if s.excess.is_none() {
+                    x.var("excess", (need - limit).to_string());
+                    x.var("excess_h", format_bytes(need - limit));
+                }
+            }
+        }
+    }
+    // Culprit.
+    let c = &f.culprit;
+    for (k, v) in [("op", &c.op), ("kernel", &c.kernel), ("shape", &c.shape), ("dtype", &c.dtype), ("device", &c.device), ("executable", &c.executable)] {
+        if let Some(v) = v {
+            x.var(k, v.clone());
+        }
+    }
+    if let Some(p) = c.padded_bytes {
+        x.var("padded_h", format_bytes(p));
+    }
+    if let Some(u) = c.unpadded_bytes {
+        x.var("unpadded_h", format_bytes(u));
+    }
+    let is_pallas = c.custom_call_target.as_deref() == Some("tpu_custom_call")
+        || c.op_name.as_deref().is_some_and(|o| o.contains("pallas_call"))
+        || c.custom_call_target.as_deref().is_some_and(|t| t.contains("mosaic") || t.contains("triton"));
+    if is_pallas {
+        x.set("pallas_kernel");
+    }
+    if c.custom_call_target.is_some() {
+        x.set("custom_call");
+    }
+    // Listed allocations.
+    let allocs = &c.allocations;
+    if !allocs.is_empty() {
+        if let Some(big) = allocs.iter().filter(|a| a.size.is_some()).max_by_key(|a| a.size) {
+            let size = big.size.unwrap_or(0);
+            x.var("largest_alloc_h", format_bytes(size));
+            if let Some(sh) = &big.shape {
+                x.var("largest_alloc_shape", sh.clone());
+            }
+            if let Some(op) = big.op_name.as_ref().or(big.label.as_ref()) {
+                x.var("largest_alloc_op", short_op(op));
+            }
+            let base = s.limit.or(s.used);
+            if let Some(base) = base.filter(|b| *b > 0) {
+                x.var("largest_alloc_pct", pct(size, base));
+                if size * 2 >= base {
+                    x.set("dominant_allocation");
+                } else {
+                    x.set("many_allocations");
+                }
+            }
+        }
+        let waste: u64 = allocs
+            .iter()
+            .map(|a| a.padding.unwrap_or_else(|| a.size.zip(a.unpadded_size).map_or(0, |(p, u)| p.saturating_sub(u))))
+            .sum();
+        if waste > 0 {
+            x.var("padding_waste_h", format_bytes(waste));
+        }
+        let max_exp = allocs
+            .iter()
+            .filter_map(|a| a.expansion.or_else(|| a.size.zip(a.unpadded_size).filter(|(_, u)| *u > 0).map(|(p, u)| p as f64 / u as f64)))
+            .fold(0.0f64, f64::max);
+        if max_exp > 0.0 {
+            x.var("max_expansion", format!("{max_exp:.1}"));
+            if max_exp >= 2.0 {
+                x.set("padding_heavy");
+            }
+        }
+        if allocs.iter().take(5).any(|a| a.shape.as_deref().is_some_and(|s| s.starts_with("f32["))) {
+            x.set("f32_allocations");
+        }
+    }
+    // Frameworks and training.
+    for fw in crate::context::frameworks(block) {
+        x.set(&format!("framework_{fw}"));
+    }
+    if crate::context::shows_training(block) {
+        x.set("training");
+    }
+    if expandable_set {
+        x.set("expandable_segments_set");
+    }
+    if f.platform == Platform::Rocm {
+        x.set("rocm");
+    }
+    if f.severity == oomdoc_kb::Severity::Warning {
+        x.set("warning_only");
+    }
+    match f.memory_space.as_deref() {
+        Some("hbm") | Some("device") | Some("sc-hbm") => x.set("space_hbm"),
+        Some("vmem") => x.set("space_vmem"),
+        _ => {}
+    }
+    family_facts(f, &mut x);
+    x
+}
+
+fn size_key(name: &str) -> Option<SizeKey> {
+    SizeKey::ALL.into_iter().find(|k| k.name() == name)
+}
+
+/// A short readable form of a long framework op path.
+fn short_op(op: &str) -> String {
+    let op = op.trim();
+    if op.chars().count() <= 90 {
+        return op.to_string();
+    }
+    let tail: Vec<&str> = op.rsplit('/').take(3).collect();
+    format!("…/{}", tail.into_iter().rev().collect::<Vec<_>>().join("/"))
+}
+
+/// Family-specific arithmetic.
+fn family_facts(f: &Finding, x: &mut Facts) {
+    let s = &f.sizes;
+    let id = f.id.as_str();
+    // PyTorch-style allocators: fragmentation and memory held elsewhere.
+    if id.starts_with("pytorch.") {
+        let var = if f.platform == Platform::Rocm { "PYTORCH_HIP_ALLOC_CONF" } else { "PYTORCH_CUDA_ALLOC_CONF" };
+        x.var("alloc_conf_var", var);
+        let cached_free = s.reserved_unallocated.or_else(|| s.reserved.zip(s.allocated).map(|(r, a)| r.saturating_sub(a)));
+        if let (Some(cf), Some(req)) = (cached_free, s.requested) {
+            if cf >= req {
+                x.set("fragmentation");
+            }
+        }
+        if let (Some(req), Some(total)) = (s.requested, s.total) {
+            if req > total {
+                x.set("request_exceeds_capacity");
+            }
+        }
+        if let (Some(total), Some(free)) = (s.total, s.free) {
+            let ours_pytorch = s.allocated.map(|a| a + s.reserved_unallocated.unwrap_or(0)).or(s.reserved);
+            let busy = total.saturating_sub(free);
+            let others = match s.used {
+                Some(used) => Some(busy.saturating_sub(used)),
+                None => ours_pytorch.map(|p| busy.saturating_sub(p)),
+            };
+            if let Some(o) = others {
+                x.var("others_h", format_bytes(o));
+                let threshold = s.requested.unwrap_or(0).max(total / 10);
+                if o >= threshold && o > 0 {
+                    x.set("other_processes");
+                }
+            }
+            if let (Some(used), Some(p)) = (s.used, ours_pytorch) {
+                x.var("outside_h", format_bytes(used.saturating_sub(p)));
+            }
+        }
+    }
+    // TPU runtime: free but not contiguous.
+    if id == "tpu.runtime-buffer" {
+        if let (Some(req), Some(free)) = (s.requested, s.free) {
+            let allocatable = f.details.get("allocatable").and_then(|v| v.as_u64());
+            if free >= req && allocatable.is_none_or(|a| a < req) {
+                x.set("fragmentation");
+            }
+        }
+    }
+    if id == "tpu.program-load" {
+        let reservable = f.details.get("reservable").and_then(|v| v.as_u64());
+        if let (Some(req), Some(free)) = (s.requested, s.free) {
+            if free >= req && reservable.is_none_or(|r| r < req) {
+                x.set("fragmentation");
+            }
+        }
+    }
+    if id == "tenstorrent.l1" {
+        if let (Some(free), Some(per)) = (s.free, f.details.get("per_bank_bytes").and_then(|v| v.as_u64())) {
+            if free >= per && f.details.get("largest_free_block").and_then(|v| v.as_u64()).is_some_and(|l| l < per) {
+                x.set("fragmentation");
+            }
+        }
+    }
+    if id == "tpu.allocation-exceeds-memory" {
+        x.set("request_exceeds_capacity");
+    }
+    // TPU scoped VMEM: a per-kernel limit that covers the need.
+    if matches!(id, "tpu.scoped-vmem" | "tpu.vmem-program" | "tpu.allocation-exceeds-memory") && f.memory_space.as_deref() == Some("vmem") {
+        let need = s.used.or(s.requested);
+        if let Some(need) = need {
+            let covered = need.div_ceil(MIB).max(1) * MIB;
+            x.var("vmem_limit_bytes", covered.to_string());
+            x.var("vmem_limit_mib", (covered / MIB).to_string());
+            x.var("scoped_vmem_limit_kib", (covered / 1024).to_string());
+            let chips = crate::hardware::tpu_chips_for_scoped_limit(s.limit);
+            if let Some(max_vmem) = chips.iter().map(|c| c.1).min() {
+                let names: Vec<&str> = chips.iter().map(|c| c.0).collect();
+                x.var("chip_vmem_h", format!("{} ({})", format_bytes(max_vmem), names.join(", ")));
+                if covered <= max_vmem.saturating_sub(MIB) {
+                    x.set("request_fits_after_fix");
+                }
+            }
+        }
+        if let Some(limit) = s.limit {
+            if limit == 16 * MIB || limit == 32 * MIB {
+                x.set("limit_is_default");
+            }
+        }
+    }
+    // GPU shared memory: which GPUs have this limit.
+    if f.memory_space.as_deref() == Some("shared") {
+        if let Some(limit) = s.limit {
+            if let Some(fam) = crate::hardware::gpu_family_for_shared_limit(limit, f.platform == Platform::Rocm) {
+                x.var("gpu_family", fam);
+            }
+            if let Some(req) = s.requested {
+                if req > limit {
+                    x.var("smem_over", format!("{} bytes", req - limit));
+                    x.var("stages_hint", stages_hint(req, limit));
+                }
+            }
+        }
+    }
+    if id == "tensorflow.oom-tensor" {
+        if let Some(sh) = f.details.get("tensor_shape") {
+            x.var("tensor_shape", sh.to_string());
+        }
+        if let Some(d) = f.derived.iter().find(|d| d.name == "tensor_bytes") {
+            x.var("tensor_bytes_h", format_bytes(d.bytes));
+        }
+    }
+    if id.starts_with("sparsecore.") {
+        if let Some(space) = &f.memory_space {
+            x.var(
+                "space_name",
+                match space.as_str() {
+                    "sc-tilespmem" => "TileSpmem (201)",
+                    "sc-spmem" => "Spmem (202)",
+                    "sc-hbm" => "HBM (203)",
+                    "sc-smem" => "Smem (0)",
+                    "sc-sync-flags" => "Sync Flags (204)",
+                    other => other,
+                },
+            );
+        }
+        for (k, d) in [("requested_words", "requested_words"), ("limit_words", "allocatable_words")] {
+            if let Some(v) = f.details.get(d).and_then(|v| v.as_u64()) {
+                x.var(k, v.to_string());
+            }
+        }
+    }
+}
+
+/// What pipeline arithmetic alone can say from "Required: R, limit L": if the kernel's
+/// shared memory is N equal pipeline buffers, how many of them fit.
+pub fn stages_hint(required: u64, limit: u64) -> String {
+    let mut parts = Vec::new();
+    for n in 2u64..=5 {
+        let fit = (limit as u128 * n as u128 / required as u128) as u64;
+        if fit >= 1 && fit < n {
+            parts.push(format!("{n}→{fit}"));
+        }
+    }
+    if parts.is_empty() {
+        format!("even one pipeline buffer of this kernel exceeds the limit ({:.2}× over): shrink the blocks", required as f64 / limit as f64)
+    } else {
+        format!("if the {} bytes are N equal pipeline buffers, the buffers that fit are: {}", required, parts.join(", "))
+    }
+}
+
+/// The one-line numbers summary of a finding.
+pub fn headline(f: &Finding, x: &Facts, lang: Lang) -> String {
+    let s = &f.sizes;
+    let h = |v: u64| format_bytes(v);
+    let space = space_words(f, lang);
+    let zh = lang == Lang::Zh;
+    let over = |need: u64, limit: u64| -> String {
+        if need > limit {
+            let pct = x.vars.get("over_pct").cloned().unwrap_or_default();
+            if zh {
+                format!("，超出 {}（+{}%）", h(need - limit), pct)
+            } else {
+                format!(", over by {} (+{}%)", h(need - limit), pct)
+            }
+        } else {
+            String::new()
+        }
+    };
+    if let (Some(used), Some(limit)) = (s.used, s.limit) {
+        return if zh {
+            format!("需要 {} 的{}，上限 {}{}", h(used), space, h(limit), over(used, limit))
+        } else {
+            format!("needs {} of {}, limit {}{}", h(used), space, h(limit), over(used, limit))
+        };
+    }
+    if let (Some(req), Some(limit)) = (s.requested, s.limit) {
+        let fam = x.vars.get("gpu_family").map(|g| if zh { format!("（{g}）") } else { format!(" ({g})") }).unwrap_or_default();
+        return if zh {
+            format!("请求 {} 的{}，上限 {}{}{}", h(req), space, h(limit), fam, over(req, limit))
+        } else {
+            format!("requests {} of {}, limit {}{}{}", h(req), space, h(limit), fam, over(req, limit))
+        };
+    }
+    if let Some(req) = s.requested {
+        let mut out = if zh { format!("尝试分配 {} 的{}", h(req), space) } else { format!("tried to allocate {} of {}", h(req), space) };
+        if let Some(free) = s.free {
+            out += &if zh { format!("，空闲 {}", h(free)) } else { format!("; {} free", h(free)) };
+        }
+        if let Some(total) = s.total {
+            out += &if zh { format!("（总容量 {}）", h(total)) } else { format!(" of {} total", h(total)) };
+        }
+        if let Some(a) = s.allocated {
+            out += &if zh { format!("；已分配 {}", h(a)) } else { format!("; {} allocated", h(a)) };
+        }
+        if let Some(r) = s.reserved_unallocated {
+            out += &if zh { format!("，已保留未分配 {}", h(r)) } else { format!(", {} reserved but unallocated", h(r)) };
+        } else if let Some(r) = s.reserved {
+            out += &if zh { format!("，已保留 {}", h(r)) } else { format!(", {} reserved", h(r)) };
+        }
+        return out;
+    }
+    if let Some(used) = s.used {
+        return if zh { format!("需要 {} 的{}", h(used), space) } else { format!("needs {} of {}", h(used), space) };
+    }
+    if zh {
+        "消息未给出大小".to_string()
+    } else {
+        "the message states no sizes".to_string()
+    }
+}
+
+fn space_words(f: &Finding, lang: Lang) -> String {
+    let zh = lang == Lang::Zh;
+    let scoped = f.id == "tpu.scoped-vmem";
+    let w = match f.memory_space.as_deref() {
+        Some("hbm") => ("HBM", "HBM"),
+        Some("vmem") if scoped => ("scoped VMEM", "作用域 VMEM"),
+        Some("vmem") => ("VMEM", "VMEM"),
+        Some("smem") => ("SMEM", "SMEM"),
+        Some("cmem") => ("CMEM", "CMEM"),
+        Some("device") => ("device memory", "设备显存"),
+        Some("shared") => ("shared memory per block", "每个线程块的共享内存"),
+        Some("host") => ("host memory", "主机内存"),
+        Some("tensor-memory") => ("tensor memory", "张量内存"),
+        Some("l1") => ("L1", "L1"),
+        Some("sc-tilespmem") => ("SparseCore TileSpmem", "SparseCore TileSpmem"),
+        Some("sc-spmem") => ("SparseCore Spmem", "SparseCore Spmem"),
+        Some("sc-hbm") => ("SparseCore HBM", "SparseCore HBM"),
+        Some("sc-smem") => ("SparseCore Smem", "SparseCore Smem"),
+        Some("sc-sync-flags") => ("SparseCore sync flags", "SparseCore 同步标志"),
+        Some(other) => (other, other),
+        None => ("memory", "内存"),
+    };
+    (if zh { w.1 } else { w.0 }).to_string()
+}

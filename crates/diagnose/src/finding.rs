@@ -1,0 +1,285 @@
+//! Typed results. `Report` serializes to the documented JSON contract of
+//! `oomdoc diagnose --format json` (README, "JSON contract"); tests hold it.
+
+use oomdoc_kb::{Kind, Phase, Platform, Severity};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Everything found in one log.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Report {
+    pub findings: Vec<Finding>,
+    /// Lines read (the last line number).
+    pub lines_scanned: u64,
+    /// Bytes read.
+    pub bytes_scanned: u64,
+}
+
+/// Sizes in bytes, only those the log states (after unit conversion).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Sizes {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub excess: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub free: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reserved: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocated: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reserved_unallocated: Option<u64>,
+}
+
+/// The contract's size keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SizeKey {
+    Requested,
+    Used,
+    Limit,
+    Excess,
+    Free,
+    Total,
+    Reserved,
+    Allocated,
+    ReservedUnallocated,
+}
+
+impl SizeKey {
+    pub const ALL: [SizeKey; 9] = [
+        SizeKey::Requested,
+        SizeKey::Used,
+        SizeKey::Limit,
+        SizeKey::Excess,
+        SizeKey::Free,
+        SizeKey::Total,
+        SizeKey::Reserved,
+        SizeKey::Allocated,
+        SizeKey::ReservedUnallocated,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            SizeKey::Requested => "requested",
+            SizeKey::Used => "used",
+            SizeKey::Limit => "limit",
+            SizeKey::Excess => "excess",
+            SizeKey::Free => "free",
+            SizeKey::Total => "total",
+            SizeKey::Reserved => "reserved",
+            SizeKey::Allocated => "allocated",
+            SizeKey::ReservedUnallocated => "reserved_unallocated",
+        }
+    }
+}
+
+impl Sizes {
+    pub fn get(&self, k: SizeKey) -> Option<u64> {
+        match k {
+            SizeKey::Requested => self.requested,
+            SizeKey::Used => self.used,
+            SizeKey::Limit => self.limit,
+            SizeKey::Excess => self.excess,
+            SizeKey::Free => self.free,
+            SizeKey::Total => self.total,
+            SizeKey::Reserved => self.reserved,
+            SizeKey::Allocated => self.allocated,
+            SizeKey::ReservedUnallocated => self.reserved_unallocated,
+        }
+    }
+    pub fn slot(&mut self, k: SizeKey) -> &mut Option<u64> {
+        match k {
+            SizeKey::Requested => &mut self.requested,
+            SizeKey::Used => &mut self.used,
+            SizeKey::Limit => &mut self.limit,
+            SizeKey::Excess => &mut self.excess,
+            SizeKey::Free => &mut self.free,
+            SizeKey::Total => &mut self.total,
+            SizeKey::Reserved => &mut self.reserved,
+            SizeKey::Allocated => &mut self.allocated,
+            SizeKey::ReservedUnallocated => &mut self.reserved_unallocated,
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        SizeKey::ALL.iter().all(|&k| self.get(k).is_none())
+    }
+}
+
+/// A value computed from stated numbers by exact arithmetic, with the formula shown.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Derived {
+    pub name: String,
+    pub bytes: u64,
+    pub formula: String,
+}
+
+/// One allocation listed in a report inside the message (TPU "Largest program
+/// allocations", XLA:GPU "Peak buffers", BFC chunks).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Allocation {
+    pub rank: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unpadded_size: Option<u64>,
+    /// Bytes of the shape computed from its layout (checks the printed size).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub padded_bytes_computed: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub padding: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expansion: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub op_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocation_type: Option<String>,
+}
+
+/// What the failure points at.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Culprit {
+    /// HLO instruction or framework op (`%flash_attention.1`, `reduce-window.4`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub op: Option<String>,
+    /// Kernel name (Pallas kernel, Triton/Inductor kernel, CUDA entry function, demangled when possible).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// Shape as printed (with layout).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
+    /// Bytes of `shape` under its layout, and without padding.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub padded_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unpadded_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub custom_call_target: Option<String>,
+    /// Framework op path from metadata (`jit(step)/.../pallas_call`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub op_name: Option<String>,
+    /// `file:line` of the framework source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// TensorFlow graph node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    /// Device named by the message (`GPU 0`, `0x0x0_HBM0`, `TPU:6`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// XLA program / executable / module name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub executable: Option<String>,
+    /// Allocations listed in the message, largest first as printed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allocations: Vec<Allocation>,
+}
+
+impl Culprit {
+    pub fn is_empty(&self) -> bool {
+        self == &Culprit::default()
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct RefOut {
+    pub title: String,
+    pub url: String,
+}
+
+/// A fix from the knowledge base, its placeholders filled from this finding.
+#[derive(Debug, Clone, Serialize)]
+pub struct FixOut {
+    pub id: String,
+    pub rank: u32,
+    pub title: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code_lang: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub versions: Option<String>,
+    pub references: Vec<RefOut>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeadEndOut {
+    pub id: String,
+    pub action: String,
+    pub why: String,
+    pub references: Vec<RefOut>,
+}
+
+/// How sure the recognizer is that this is a memory failure.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    /// The message says so (out of memory, ran out of memory, shared memory limit).
+    Certain,
+    /// The message does not say memory, but this failure is a known disguise of an OOM.
+    Likely,
+}
+
+/// One distinct failure.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// Knowledge-base entry id.
+    pub id: String,
+    /// Vendor code (`E1001`) of the failure family, also when this log's wording predates codes.
+    pub code: Option<String>,
+    /// True when the code is printed in the log itself.
+    pub code_in_log: bool,
+    pub kind: Kind,
+    pub severity: Severity,
+    pub confidence: Confidence,
+    /// The first fatal memory failure in the log.
+    pub first_fatal: bool,
+    pub title: String,
+    pub platform: Platform,
+    pub phase: Phase,
+    pub memory_space: Option<String>,
+    pub sizes: Sizes,
+    /// The size texts as printed, by contract key.
+    pub printed: BTreeMap<String, String>,
+    /// Values computed from stated numbers by exact arithmetic.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub derived: Vec<Derived>,
+    /// Other stated numbers that have no contract key (allocatable, reservable, max_in_use, words…).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub details: BTreeMap<String, serde_json::Value>,
+    /// One line of numbers, e.g. "needs 18.00 MiB of scoped VMEM, limit 16.00 MiB, over by 2.00 MiB (+12.5%)".
+    pub headline: String,
+    /// 1-based line where the failure starts, and where its message ends.
+    pub line: u64,
+    pub end_line: u64,
+    /// How many times the same failure appears (workers, retries).
+    pub occurrences: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub framework: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exception: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    pub culprit: Culprit,
+    pub cause: Option<String>,
+    pub fixes: Vec<FixOut>,
+    pub dead_ends: Vec<DeadEndOut>,
+    pub references: Vec<RefOut>,
+    /// The message itself (normalized, at most a few lines).
+    pub excerpt: String,
+}

@@ -1,0 +1,214 @@
+//! Cleaning the lines of a block before recognition: invalid UTF-8, CR, ANSI
+//! colours, logger prefixes repeated on every line (`(EngineCore pid=1) ERROR 06-03
+//! 07:41:11 [core.py:1184] `, glog, absl, docker compose, torchrun ranks), and lines a
+//! terminal or a paste wrapped in the middle of a word.
+//!
+//! The result is a [`Flat`] text: cleaned lines joined by `\n` (wrapped pieces joined
+//! with nothing), with a map from text offsets back to 1-based log line numbers.
+
+use regex::Regex;
+use std::sync::OnceLock;
+
+/// One cleaned line.
+#[derive(Debug, Clone)]
+pub struct CleanLine {
+    pub line_no: u64,
+    pub text: String,
+    /// Length of the line before its logger prefix was removed (terminal wraps count those columns).
+    pub raw_len: usize,
+    pub had_prefix: bool,
+}
+
+/// A block as one searchable text.
+#[derive(Debug, Clone, Default)]
+pub struct Flat {
+    pub text: String,
+    /// (offset in `text`, log line number) for the start of every original line.
+    starts: Vec<(usize, u64)>,
+}
+
+impl Flat {
+    /// The log line that holds byte `offset` of the flat text.
+    pub fn line_at(&self, offset: usize) -> u64 {
+        match self.starts.binary_search_by(|&(o, _)| o.cmp(&offset)) {
+            Ok(i) => self.starts[i].1,
+            Err(0) => self.starts.first().map_or(1, |s| s.1),
+            Err(i) => self.starts[i - 1].1,
+        }
+    }
+
+    pub fn first_line(&self) -> u64 {
+        self.starts.first().map_or(1, |s| s.1)
+    }
+}
+
+fn prefix_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(concat!(
+            r"^(?:",
+            // Ray / vLLM actors: "(EngineCore pid=106339) ", "(RayWorkerWrapper pid=1, ip=10.0.0.1) "
+            r"\([\w\-]+ pid=\d+(?:, ip=[\d.]+)?\)\s*",
+            // torchrun: "[rank0]: ", "[0]<stderr>: "
+            r"|\[rank\d+\]:\s?",
+            r"|\[\d+(?:,\d+)*\]<std(?:out|err)>:\s?",
+            // vLLM logger: "ERROR 06-03 07:41:11 [core.py:1184] " / "ERROR 11-18 18:07:28 engine.py:366] "
+            r"|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+(?:\[[^\]\s]*\]|[\w.\-]+:\d+\])\s?",
+            // absl/TF: "2019-06-08 03:44:36.084180: E external/.../cuda_driver.cc:828] "
+            r"|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?:?\s+(?:[IWEF]\s+[\w./\-]+:\d+\]\s?)?",
+            // glog: "E0528 07:02:44.350251   27487 file.cc:123] "
+            r"|[IWEF]\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w./\-]+:\d+\]\s?",
+            // "[16:10:33] stdout/INFO  "
+            r"|\[\d\d:\d\d:\d\d(?:\.\d+)?\]\s+[\w/]+\s+",
+            // "[2024-05-01 10:00:00,123] [ERROR] " / "[2024-05-01T10:00:00Z] "
+            r"|\[\d{4}-\d\d-\d\d[ T][\d:.,]+Z?\]\s*(?:\[[A-Z]+\]\s*)?",
+            // docker compose: "vllm-1  | "
+            r"|[\w.\-]+\s+\|\s",
+            // mpirun/pdsh rank tags: "[1] ", "[1,0]<stderr>:" handled above
+            r"|\[\d+\]\s",
+            r")",
+        ))
+        .expect("prefix regex")
+    })
+}
+
+/// Remove ANSI escape sequences (CSI and OSC).
+fn strip_ansi(s: &str) -> String {
+    if !s.contains('\x1b') {
+        return s.to_string();
+    }
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    let mut last = 0;
+    while i < b.len() {
+        if b[i] == 0x1b {
+            out.push_str(&s[last..i]);
+            let mut j = i + 1;
+            if j < b.len() && b[j] == b'[' {
+                j += 1;
+                while j < b.len() && !(0x40..=0x7e).contains(&b[j]) {
+                    j += 1;
+                }
+                j += 1;
+            } else if j < b.len() && b[j] == b']' {
+                while j < b.len() && b[j] != 0x07 && !(b[j] == 0x1b && b.get(j + 1) == Some(&b'\\')) {
+                    j += 1;
+                }
+                j += if j < b.len() && b[j] == 0x1b { 2 } else { 1 };
+            } else {
+                j += 1;
+            }
+            i = j.min(b.len());
+            // Never split a UTF-8 character.
+            while i < b.len() && !s.is_char_boundary(i) {
+                i += 1;
+            }
+            last = i;
+        } else {
+            i += 1;
+        }
+    }
+    if last < b.len() {
+        out.push_str(&s[last..]);
+    }
+    out
+}
+
+/// Clean one raw line.
+pub fn clean_line(line_no: u64, raw: &[u8]) -> CleanLine {
+    let s = String::from_utf8_lossy(raw);
+    let s = s.trim_end_matches(['\r', '\n']);
+    let s = strip_ansi(s);
+    let s = s.replace('\r', "");
+    let raw_len = s.chars().count();
+    let mut text: &str = &s;
+    let mut had_prefix = false;
+    for _ in 0..4 {
+        match prefix_re().find(text) {
+            Some(m) if m.end() > 0 => {
+                text = &text[m.end()..];
+                had_prefix = true;
+            }
+            _ => break,
+        }
+    }
+    CleanLine { line_no, text: text.to_string(), raw_len, had_prefix }
+}
+
+/// A line that starts a new record, never the tail of a wrapped one.
+fn starts_record(t: &str) -> bool {
+    const STARTS: [&str; 8] = ["Traceback", "File \"", "During handling", "The above exception", "Hint:", "Original error", "Exception", "WARNING"];
+    if STARTS.iter().any(|s| t.starts_with(s)) {
+        return true;
+    }
+    // `RuntimeError: ...`, `jaxlib.xla_extension.XlaRuntimeError: ...`
+    let head: &str = t.split([':', ' ']).next().unwrap_or("");
+    head.len() > 3 && (head.ends_with("Error") || head.ends_with("Exception") || head.ends_with("OutOfResources"))
+}
+
+/// Join cleaned lines into a [`Flat`] text. A line is glued to the previous one
+/// (no separator) when the previous raw line was terminal-width long and this one
+/// looks like its continuation: no logger prefix of its own, no indentation, not
+/// the start of a new record. Everything else is separated by `\n`.
+pub fn flatten(lines: &[CleanLine]) -> Flat {
+    let mut flat = Flat { text: String::new(), starts: Vec::with_capacity(lines.len()) };
+    let mut prev_raw_len = 0usize;
+    for (i, l) in lines.iter().enumerate() {
+        let glue = i > 0
+            && prev_raw_len >= 100
+            && !l.had_prefix
+            && !l.text.is_empty()
+            && !l.text.starts_with(char::is_whitespace)
+            && !starts_record(&l.text)
+            && !flat.text.ends_with('\n');
+        if i > 0 && !glue {
+            flat.text.push('\n');
+        }
+        flat.starts.push((flat.text.len(), l.line_no));
+        flat.text.push_str(&l.text);
+        prev_raw_len = if glue { prev_raw_len + l.raw_len } else { l.raw_len };
+        if l.text.is_empty() {
+            prev_raw_len = 0;
+        }
+    }
+    flat
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clean(s: &str) -> String {
+        clean_line(1, s.as_bytes()).text
+    }
+
+    #[test]
+    fn strips_prefixes() {
+        assert_eq!(clean("(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184] jax.errors.JaxRuntimeError: X"), "jax.errors.JaxRuntimeError: X");
+        assert_eq!(clean("vllm-1  | ERROR 11-18 18:07:28 engine.py:366] ValueError: No"), "ValueError: No");
+        assert_eq!(clean("2019-06-08 03:44:36.084180: E external/org_tensorflow/tensorflow/stream_executor/cuda/cuda_driver.cc:828] failed"), "failed");
+        assert_eq!(clean("E0528 07:02:44.350251   27487 file.cc:123] Out"), "Out");
+        assert_eq!(clean("[rank3]: torch.OutOfMemoryError: CUDA"), "torch.OutOfMemoryError: CUDA");
+        assert_eq!(clean("[16:10:33] stdout/INFO  triton.runtime"), "triton.runtime");
+        assert_eq!(clean("\x1b[31mRuntimeError\x1b[0m: CUDA"), "RuntimeError: CUDA");
+        assert_eq!(clean("plain\r"), "plain");
+        assert_eq!(clean("  File \"x.py\""), "  File \"x.py\"");
+    }
+
+    #[test]
+    fn joins_terminal_wraps() {
+        let a = "2019-06-08 03:44:36.084180: E external/org_tensorflow/tensorflow/stream_executor/cuda/cuda_driver.cc:828] failed to allocate 3.39G (3640655872 bytes) from devic";
+        let lines = vec![clean_line(1, a.as_bytes()), clean_line(2, b"e: CUDA_ERROR_OUT_OF_MEMORY: out of memory"), clean_line(3, b"next")];
+        let f = flatten(&lines);
+        assert!(f.text.contains("from device: CUDA_ERROR_OUT_OF_MEMORY"), "{}", f.text);
+        assert_eq!(f.line_at(f.text.find("CUDA_ERROR").unwrap()), 2);
+        assert_eq!(f.line_at(f.text.find("next").unwrap()), 3);
+    }
+
+    #[test]
+    fn ansi_never_splits_utf8() {
+        let s = "\x1b[1m内存\x1b[0m不足\x1b";
+        assert_eq!(strip_ansi(s), "内存不足");
+    }
+}

@@ -1,0 +1,195 @@
+//! Recognizers: one module per family of messages. Each reads a [`Flat`] block and
+//! reports [`Hit`]s: which knowledge-base entry, where in the block, and the numbers
+//! and culprit the message states. Grammars follow the message formats documented
+//! by the vendors' sources (see each module), not particular log lines.
+
+pub mod codes;
+pub mod gpu_xla;
+pub mod misc;
+pub mod pytorch;
+pub mod tensorflow;
+pub mod tpu;
+pub mod triton;
+
+use crate::finding::{Allocation, Confidence, Culprit, Derived, SizeKey};
+use crate::normalize::Flat;
+use oomdoc_kb::{Phase, Platform};
+use oomdoc_units::{parse_size_in, PrintedSize, UnitStyle};
+use regex::{Captures, Regex};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A printed size: `16.00M`, `2.26 GiB`, `0B`, `3199993600 bytes`, `1.7K`.
+pub const SZ: &str = r"[0-9][0-9,]*(?:\.[0-9]+)?(?:\s?(?:[KMGTPE]i?B|[KMGTPE]|B|bytes?)\b)?";
+
+/// Compile a grammar, substituting `{SZ}` for the size pattern.
+pub fn re(pattern: &str) -> Regex {
+    Regex::new(&pattern.replace("{SZ}", SZ)).unwrap_or_else(|e| panic!("bad recognizer regex {pattern}: {e}"))
+}
+
+/// Lazily compiled regex.
+#[macro_export]
+macro_rules! grammar {
+    ($name:ident, $pat:expr) => {
+        fn $name() -> &'static regex::Regex {
+            static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+            RE.get_or_init(|| $crate::recognize::re($pat))
+        }
+    };
+}
+
+/// One recognized message.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    pub id: &'static str,
+    /// Byte span in the flat block text.
+    pub start: usize,
+    pub end: usize,
+    pub sizes: Vec<(SizeKey, PrintedSize)>,
+    pub derived: Vec<Derived>,
+    pub details: BTreeMap<String, serde_json::Value>,
+    pub culprit: Culprit,
+    pub memory_space: Option<String>,
+    pub platform: Option<Platform>,
+    pub phase: Option<Phase>,
+    pub confidence: Confidence,
+    /// Conditions the recognizer knows directly (`early_abort`, `legacy_message`, …).
+    pub flags: BTreeSet<&'static str>,
+    /// A vendor code printed with this message.
+    pub code_in_log: Option<String>,
+    /// Lower numbers win when two hits overlap.
+    pub priority: u8,
+}
+
+impl Hit {
+    pub fn new(id: &'static str, start: usize, end: usize) -> Hit {
+        Hit {
+            id,
+            start,
+            end,
+            sizes: Vec::new(),
+            derived: Vec::new(),
+            details: BTreeMap::new(),
+            culprit: Culprit::default(),
+            memory_space: None,
+            platform: None,
+            phase: None,
+            confidence: Confidence::Certain,
+            flags: BTreeSet::new(),
+            code_in_log: None,
+            priority: 50,
+        }
+    }
+
+    pub fn size(&mut self, key: SizeKey, text: &str) -> &mut Self {
+        self.size_in(key, text, UnitStyle::Binary)
+    }
+
+    pub fn size_in(&mut self, key: SizeKey, text: &str, style: UnitStyle) -> &mut Self {
+        if let Some(p) = parse_size_in(text, style) {
+            self.sizes.retain(|(k, _)| *k != key);
+            self.sizes.push((key, p));
+        }
+        self
+    }
+
+    /// Set a size from a capture group if it matched.
+    pub fn cap_size(&mut self, key: SizeKey, caps: &Captures, group: &str) -> &mut Self {
+        if let Some(m) = caps.name(group) {
+            self.size(key, m.as_str());
+        }
+        self
+    }
+
+    pub fn bytes(&mut self, key: SizeKey, bytes: u64, text: String) -> &mut Self {
+        self.sizes.retain(|(k, _)| *k != key);
+        self.sizes.push((key, PrintedSize { bytes, text, exact: true }));
+        self
+    }
+
+    pub fn get(&self, key: SizeKey) -> Option<u64> {
+        self.sizes.iter().find(|(k, _)| *k == key).map(|(_, p)| p.bytes)
+    }
+
+    pub fn detail(&mut self, key: &str, v: impl Into<serde_json::Value>) -> &mut Self {
+        self.details.insert(key.to_string(), v.into());
+        self
+    }
+
+    pub fn derive(&mut self, name: &str, bytes: u64, formula: String) -> &mut Self {
+        if !self.derived.iter().any(|d| d.name == name) {
+            self.derived.push(Derived { name: name.to_string(), bytes, formula });
+        }
+        self
+    }
+
+    pub fn space(&mut self, s: &str) -> &mut Self {
+        self.memory_space = Some(s.to_string());
+        self
+    }
+
+    pub fn flag(&mut self, f: &'static str) -> &mut Self {
+        self.flags.insert(f);
+        self
+    }
+
+    pub fn overlaps(&self, other: &Hit) -> bool {
+        self.start < other.end && other.start < self.end
+    }
+}
+
+/// Every recognizer, most specific first.
+pub fn recognize_all(flat: &Flat) -> Vec<Hit> {
+    let mut hits = Vec::new();
+    let t = &flat.text;
+    tpu::recognize(t, &mut hits);
+    gpu_xla::recognize(t, &mut hits);
+    pytorch::recognize(t, &mut hits);
+    triton::recognize(t, &mut hits);
+    tensorflow::recognize(t, &mut hits);
+    misc::recognize(t, &mut hits);
+    codes::attach_codes(t, &mut hits);
+    resolve_overlaps(hits)
+}
+
+/// Where two hits cover the same text, keep the more specific (lower priority number,
+/// then the longer span).
+fn resolve_overlaps(mut hits: Vec<Hit>) -> Vec<Hit> {
+    hits.sort_by_key(|h| (h.priority, std::cmp::Reverse(h.end - h.start), h.start));
+    let mut kept: Vec<Hit> = Vec::new();
+    for h in hits {
+        if !kept.iter().any(|k| k.overlaps(&h)) {
+            kept.push(h);
+        }
+    }
+    kept.sort_by_key(|h| h.start);
+    kept
+}
+
+/// Find `needle` and return its offset (cheap pre-check before a regex).
+pub fn has(t: &str, needle: &str) -> bool {
+    memchr::memmem::find(t.as_bytes(), needle.as_bytes()).is_some()
+}
+
+/// Text from `start` up to `max` bytes, cut at a char boundary.
+pub fn window(t: &str, start: usize, max: usize) -> &str {
+    let mut end = (start + max).min(t.len());
+    while !t.is_char_boundary(end) {
+        end -= 1;
+    }
+    &t[start..end]
+}
+
+/// Parse an XLA shape token and fill padded/unpadded bytes into a culprit or allocation.
+pub fn shape_bytes(shape: &str) -> (Option<u64>, Option<u64>) {
+    match oomdoc_units::Shape::parse(shape) {
+        Ok(s) => (s.padded_bytes().ok(), s.unpadded_bytes().ok()),
+        Err(_) => (None, None),
+    }
+}
+
+pub(crate) fn alloc_shape(a: &mut Allocation) {
+    if let Some(s) = &a.shape {
+        let (p, _) = shape_bytes(s);
+        a.padded_bytes_computed = p;
+    }
+}

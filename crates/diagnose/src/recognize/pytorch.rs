@@ -1,0 +1,205 @@
+//! PyTorch allocator and CUDA/HIP/MPS runtime messages, every generation:
+//! `c10/cuda/CUDACachingAllocator.cpp` (THC 0.x, "cached" ~1.0–1.3, "reserved in
+//! total by PyTorch" 1.4–2.0, the sentence form since 2.1 with per-process lines,
+//! "allowed" caps and private pools), `aten/src/ATen/mps/MPSAllocator.mm`,
+//! `c10/cuda/CUDAException.h` (`CUDA error: out of memory`), cuBLAS handle creation.
+
+use super::{has, window, Hit};
+use crate::finding::SizeKey;
+use crate::grammar;
+use oomdoc_kb::{Phase, Platform};
+
+grammar!(anchor, r"(?P<dev>CUDA|HIP|XPU|MTIA|NPU)? ?out of memory\.\s*Tried to allocate\s+(?P<req>{SZ})");
+grammar!(gpu_index, r"\(GPU (?P<i>\d+);|GPU (?P<j>\d+) has a total capac");
+grammar!(total, r"(?P<v>{SZ}) total capacity|total capac(?:i)?ty of\s+(?P<w>{SZ})");
+grammar!(allocated, r"(?P<v>{SZ}) already allocated|Of the allocated memory\s+(?P<w>{SZ})\s+is allocated by PyTorch");
+grammar!(free, r"(?P<v>{SZ}) free[;)]|of which\s+(?P<w>{SZ})\s+is free");
+grammar!(reserved, r"(?P<v>{SZ}) reserved in total by PyTorch|(?P<c>{SZ}) cached\)");
+grammar!(reserved_unalloc, r"(?P<v>{SZ})\s+is reserved by PyTorch but unallocated");
+grammar!(process_total, r"this process has\s+(?P<v>{SZ})\s+memory in use");
+grammar!(process_line, r"Process\s+(?P<pid>\d+)\s+has\s+(?P<v>{SZ})\s+memory in use");
+grammar!(allowed, r"(?P<v>{SZ})\s+allowed;");
+grammar!(private_pools, r"with\s+(?P<v>{SZ})\s+allocated in private pools");
+grammar!(mps, r"MPS backend out of memory \(MPS allocated:\s*(?P<a>{SZ}),\s*other allocations:\s*(?P<o>{SZ}),\s*max allowed:\s*(?P<m>{SZ})\)\.?(?:\s*Tried to allocate\s+(?P<req>{SZ})(?:\s+on\s+(?P<pool>\w+)\s+pool)?)?");
+grammar!(cuda_error, r"(?P<dev>CUDA|HIP) error:\s*out of memory");
+grammar!(thc, r"THCudaCheck FAIL file=(?P<file>\S+) line=(?P<line>\d+) error=2 : out of memory");
+grammar!(cuda_runtime_error, r"cuda runtime error \(2\) : out of memory(?: at (?P<loc>\S+))?");
+grammar!(alloc_failed, r"(?P<lib>CUBLAS|HIPBLAS|CUBLASLT|ROCBLAS|CUSOLVER|CUSPARSE|CUFFT)_STATUS_ALLOC_FAILED(?: when calling `?(?P<call>[\w:]+\([^)]*\))`?)?");
+
+pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
+    if has(t, "Tried to allocate") {
+        allocator(t, hits);
+    }
+    if has(t, "MPS backend out of memory") {
+        for c in mps().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("pytorch.mps-oom", m.start(), m.end());
+            h.cap_size(SizeKey::Allocated, &c, "a").cap_size(SizeKey::Limit, &c, "m").cap_size(SizeKey::Requested, &c, "req");
+            if let Some(o) = oomdoc_units::parse_size(&c["o"]) {
+                h.detail("other_allocations", o.bytes);
+                let a = oomdoc_units::parse_size(&c["a"]).map_or(0, |p| p.bytes);
+                if o.bytes > a {
+                    h.flag("mps_other_dominant");
+                }
+            }
+            if let Some(p) = c.name("pool") {
+                h.detail("pool", p.as_str());
+            }
+            h.platform = Some(Platform::Mps);
+            h.phase = Some(Phase::Runtime);
+            h.space("device");
+            h.flag("framework_pytorch");
+            h.priority = 10;
+            hits.push(h);
+        }
+    }
+    if has(t, "out of memory") {
+        for c in cuda_error().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("cuda.error-out-of-memory", m.start(), m.end());
+            h.platform = Some(if &c["dev"] == "HIP" { Platform::Rocm } else { Platform::Cuda });
+            h.phase = Some(Phase::Runtime);
+            h.space("device");
+            h.priority = 20;
+            hits.push(h);
+        }
+        for c in thc().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("cuda.error-out-of-memory", m.start(), m.end());
+            let file = c["file"].rsplit('/').next().unwrap_or("").to_string();
+            h.detail("location", format!("{}:{}", file, &c["line"]));
+            h.detail("cuda_error_code", 2);
+            legacy_runtime(&mut h);
+            hits.push(h);
+        }
+        for c in cuda_runtime_error().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("cuda.error-out-of-memory", m.start(), m.end());
+            if let Some(l) = c.name("loc") {
+                h.detail("location", l.as_str().rsplit('/').next().unwrap_or("").to_string());
+            }
+            h.detail("cuda_error_code", 2);
+            legacy_runtime(&mut h);
+            hits.push(h);
+        }
+    }
+    if has(t, "_ALLOC_FAILED") {
+        for c in alloc_failed().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("cuda.cublas-alloc-failed", m.start(), m.end());
+            let lib = &c["lib"];
+            h.platform = Some(if lib.starts_with("HIP") || lib.starts_with("ROC") { Platform::Rocm } else { Platform::Cuda });
+            h.phase = Some(Phase::Runtime);
+            h.space("device");
+            h.detail("library_status", format!("{lib}_STATUS_ALLOC_FAILED"));
+            if let Some(call) = c.name("call") {
+                h.culprit.op = Some(call.as_str().to_string());
+            }
+            h.priority = 15;
+            hits.push(h);
+        }
+    }
+}
+
+fn legacy_runtime(h: &mut Hit) {
+    h.platform = Some(Platform::Cuda);
+    h.phase = Some(Phase::Runtime);
+    h.space("device");
+    h.flag("legacy_message");
+    h.flag("framework_pytorch");
+    h.priority = 18;
+}
+
+/// The caching allocator's message, parsed field by field so that every
+/// generation's wording (and their mixtures in forks) is read the same way.
+fn allocator(t: &str, hits: &mut Vec<Hit>) {
+    let anchors: Vec<_> = anchor().captures_iter(t).collect();
+    for (i, c) in anchors.iter().enumerate() {
+        let m = c.get(0).unwrap();
+        let next = anchors.get(i + 1).map_or(t.len(), |n| n.get(0).unwrap().start());
+        let body = &t[m.end()..next];
+        let body = window(body, 0, 3000);
+        let dev = c.name("dev").map_or("CUDA", |d| d.as_str());
+        // Without a device word it must at least look like the allocator (sizes in parentheses or sentences).
+        if c.name("dev").is_none() && !(body.contains("total capac") || body.contains("already allocated")) {
+            continue;
+        }
+        let (id, platform) = match dev {
+            "HIP" => ("pytorch.hip-oom", Platform::Rocm),
+            "CUDA" => ("pytorch.cuda-oom", Platform::Cuda),
+            _ => ("pytorch.cuda-oom", Platform::Other),
+        };
+        // The message's start: include the exception class written before it.
+        let mut h = Hit::new(id, m.start(), m.end());
+        h.platform = Some(platform);
+        h.phase = Some(Phase::Runtime);
+        h.space("device");
+        h.flag("framework_pytorch");
+        h.priority = 5;
+        h.size(SizeKey::Requested, c["req"].trim_end_matches('.'));
+        let mut end = m.end();
+        let mut take = |re: &regex::Regex, h: &mut Hit, key: Option<SizeKey>| -> Option<String> {
+            let cap = re.captures(body)?;
+            let g = cap.name("v").or_else(|| cap.name("w")).or_else(|| cap.name("c"))?;
+            end = end.max(m.end() + cap.get(0).unwrap().end());
+            if let Some(k) = key {
+                h.size(k, g.as_str());
+            }
+            Some(g.as_str().to_string())
+        };
+        take(total(), &mut h, Some(SizeKey::Total));
+        take(allocated(), &mut h, Some(SizeKey::Allocated));
+        take(free(), &mut h, Some(SizeKey::Free));
+        take(reserved(), &mut h, Some(SizeKey::Reserved));
+        take(reserved_unalloc(), &mut h, Some(SizeKey::ReservedUnallocated));
+        take(process_total(), &mut h, Some(SizeKey::Used));
+        take(allowed(), &mut h, Some(SizeKey::Limit));
+        if let Some(p) = take(private_pools(), &mut h, None) {
+            if let Some(b) = oomdoc_units::parse_size(&p) {
+                h.detail("private_pools", b.bytes);
+                if b.bytes > 0 {
+                    h.flag("private_pools");
+                }
+            }
+        }
+        if h.get(SizeKey::Limit).is_some() {
+            h.flag("memory_fraction_cap");
+        }
+        let procs: Vec<serde_json::Value> = process_line()
+            .captures_iter(body)
+            .filter_map(|p| {
+                end = end.max(m.end() + p.get(0).unwrap().end());
+                Some(serde_json::json!({"pid": p["pid"].parse::<u64>().ok()?, "bytes": oomdoc_units::parse_size(&p["v"])?.bytes, "printed": p["v"].to_string()}))
+            })
+            .collect();
+        if !procs.is_empty() {
+            h.detail("processes", procs);
+        }
+        if let Some(g) = gpu_index().captures(body) {
+            let idx = g.name("i").or(g.name("j")).map(|x| x.as_str()).unwrap_or("?");
+            h.culprit.device = Some(format!("GPU {idx}"));
+        }
+        if body.contains("total capacity;") || body.contains(" cached)") {
+            h.flag("legacy_message");
+        }
+        if body.contains("cached)") {
+            h.detail("cached_label", true);
+        }
+        // The hint sentence names the allocator-config variable this build reads.
+        for var in ["PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF"] {
+            if body.contains(var) {
+                h.detail("hint_env_var", var);
+                break;
+            }
+        }
+        // End of the message: the hint or documentation pointer if present.
+        for tail in ["environment-variables)", "pytorch-cuda-alloc-conf)", "Memory Management", "PYTORCH_CUDA_ALLOC_CONF", "avoid fragmentation."] {
+            if let Some(p) = body.find(tail) {
+                end = end.max(m.end() + p + tail.len());
+                break;
+            }
+        }
+        h.end = end;
+        hits.push(h);
+    }
+}

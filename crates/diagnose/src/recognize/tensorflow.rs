@@ -1,0 +1,61 @@
+//! TensorFlow's allocator failure (`tensorflow/core/framework/op_kernel.cc` /
+//! `bfc_allocator.cc`): "OOM when allocating tensor with shape[…] and type T on
+//! DEVICE by allocator NAME", with the graph node on the next line.
+
+use super::{has, window, Hit};
+use crate::grammar;
+use oomdoc_kb::{Phase, Platform};
+use oomdoc_units::DType;
+
+grammar!(oom_tensor, r"OOM when allocating tensor (?:with shape|of shape)\s*\[(?P<dims>[0-9,\s]*)\]\s+and type\s+(?P<ty>\w+)(?:\s+on\s+(?P<dev>\S+?))?(?:\s+by allocator\s+(?P<alloc>\w+))?(?:[\s.,]|$)");
+grammar!(node, r"\[\[\{\{node (?P<n>[^}]+)\}\}\]\]|\[\[Node: (?P<m>[^\s=]+)");
+
+pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
+    if !has(t, "OOM when allocating") {
+        return;
+    }
+    for c in oom_tensor().captures_iter(t) {
+        let m = c.get(0).unwrap();
+        let mut h = Hit::new("tensorflow.oom-tensor", m.start(), m.end());
+        let dims: Vec<u64> = c["dims"].split(',').filter_map(|d| d.trim().parse().ok()).collect();
+        let shape = format!("[{}]", dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(","));
+        h.culprit.shape = Some(shape.clone());
+        h.culprit.dtype = Some(c["ty"].to_string());
+        h.detail("tensor_shape", dims.clone());
+        if let Some(dt) = DType::from_name(&c["ty"]) {
+            let elems = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+            if let Some(bytes) = elems.and_then(|e| e.checked_mul(dt.bits() as u64)).map(|b| b.div_ceil(8)) {
+                h.culprit.unpadded_bytes = Some(bytes);
+                h.derive(
+                    "tensor_bytes",
+                    bytes,
+                    format!("{} × {} B ({})", dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("×"), dt.bits() / 8, &c["ty"]),
+                );
+            }
+        }
+        let dev = c.name("dev").map(|d| d.as_str().trim_end_matches(['.', ',']).to_string());
+        let on_gpu = dev.as_deref().is_none_or(|d| d.contains("GPU") || d.contains("gpu"));
+        if let Some(d) = &dev {
+            h.culprit.device = Some(d.clone());
+        }
+        if let Some(a) = c.name("alloc") {
+            h.detail("allocator", a.as_str());
+        }
+        if let Some(n) = node().captures(window(t, m.end(), 1500)) {
+            h.culprit.node = n.name("n").or(n.name("m")).map(|x| x.as_str().to_string());
+            h.end = m.end() + n.get(0).unwrap().end();
+        }
+        h.platform = Some(if dev.as_deref().is_some_and(|d| d.contains("TPU")) {
+            Platform::Tpu
+        } else if dev.as_deref().is_some_and(|d| d.contains("CPU")) {
+            Platform::Cpu
+        } else {
+            Platform::Cuda
+        });
+        h.space(if on_gpu { "device" } else if h.platform == Some(Platform::Tpu) { "hbm" } else { "host" });
+        h.phase = Some(Phase::Runtime);
+        h.flag("framework_tensorflow");
+        h.priority = 8;
+        hits.push(h);
+    }
+}

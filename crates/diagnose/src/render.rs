@@ -1,0 +1,187 @@
+//! Output for people: terminal text (optionally coloured) and Markdown.
+//! JSON is `serde_json` over [`Report`] (the documented contract).
+
+use crate::finding::{Finding, Report};
+use oomdoc_kb::{Kind, Lang, Severity};
+use oomdoc_units::format_bytes;
+use std::fmt::Write;
+
+/// Terminal styles; all empty when colour is off.
+struct Style {
+    bold: &'static str,
+    red: &'static str,
+    yellow: &'static str,
+    green: &'static str,
+    dim: &'static str,
+    reset: &'static str,
+}
+
+const COLOR: Style = Style { bold: "\x1b[1m", red: "\x1b[1;31m", yellow: "\x1b[1;33m", green: "\x1b[32m", dim: "\x1b[2m", reset: "\x1b[0m" };
+const PLAIN: Style = Style { bold: "", red: "", yellow: "", green: "", dim: "", reset: "" };
+
+fn words(lang: Lang) -> [&'static str; 10] {
+    match lang {
+        Lang::En => ["culprit", "cause", "fixes", "will not help", "see", "line", "lines", "no accelerator memory failure found", "first fatal", "occurrences"],
+        Lang::Zh => ["元凶", "原因", "修复建议", "无效做法", "参考", "行", "行", "未发现加速器内存故障", "首个致命错误", "出现次数"],
+    }
+}
+
+/// Render a report for a terminal.
+pub fn text(report: &Report, lang: Lang, color: bool) -> String {
+    let st = if color { &COLOR } else { &PLAIN };
+    let w = words(lang);
+    let mut out = String::new();
+    if report.findings.is_empty() {
+        let _ = writeln!(out, "{}{}{} ({} {})", st.dim, w[7], st.reset, report.lines_scanned, w[6]);
+        return out;
+    }
+    for (i, f) in report.findings.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        finding_text(&mut out, f, lang, st);
+    }
+    out
+}
+
+fn culprit_line(f: &Finding) -> Option<String> {
+    let c = &f.culprit;
+    let mut parts = Vec::new();
+    if let Some(op) = &c.op {
+        parts.push(op.clone());
+    }
+    if let Some(k) = &c.kernel {
+        parts.push(format!("kernel {k}"));
+    }
+    if let Some(s) = &c.shape {
+        let mut s = s.clone();
+        match (c.padded_bytes, c.unpadded_bytes) {
+            (Some(p), Some(u)) if p != u => s += &format!(" = {} padded ({} unpadded, {:.1}x)", format_bytes(p), format_bytes(u), p as f64 / u.max(1) as f64),
+            (Some(p), _) => s += &format!(" = {}", format_bytes(p)),
+            (None, Some(u)) => s += &format!(" = {}", format_bytes(u)),
+            _ => {}
+        }
+        parts.push(s);
+    }
+    if let Some(t) = &c.custom_call_target {
+        parts.push(format!("custom_call_target={t}"));
+    }
+    if let Some(n) = &c.node {
+        parts.push(format!("node {n}"));
+    }
+    if let Some(e) = &c.executable {
+        parts.push(format!("program {e}"));
+    }
+    if let Some(src) = &c.source {
+        parts.push(format!("at {src}"));
+    }
+    if parts.is_empty() {
+        None
+    } else {
+        Some(parts.join("  "))
+    }
+}
+
+fn finding_text(out: &mut String, f: &Finding, lang: Lang, st: &Style) {
+    let w = words(lang);
+    let (color, label) = match (f.kind, f.severity) {
+        (Kind::Oom, Severity::Error) => (st.red, "error"),
+        (Kind::Oom, Severity::Warning) => (st.yellow, "warning"),
+        (Kind::Other, Severity::Error) => (st.yellow, "note"),
+        (Kind::Other, Severity::Warning) => (st.yellow, "warning"),
+    };
+    let code = f.code.as_deref().map(|c| format!("[{c}]")).unwrap_or_default();
+    let lines = if f.end_line > f.line { format!("{} {}–{}", w[6], f.line, f.end_line) } else { format!("{} {}", w[5], f.line) };
+    let times = if f.occurrences > 1 { format!(", ×{}", f.occurrences) } else { String::new() };
+    let fatal = if f.first_fatal { format!(", {}", w[8]) } else { String::new() };
+    let _ = writeln!(out, "{color}{label}{code}{} {}{}: {}{} {}({lines}{times}{fatal}){}", st.reset, st.bold, f.id, f.title, st.reset, st.dim, st.reset);
+    let _ = writeln!(out, "  {}", f.headline);
+    for d in &f.derived {
+        let _ = writeln!(out, "  {}{} = {} [{}]{}", st.dim, d.name, format_bytes(d.bytes), d.formula, st.reset);
+    }
+    if let Some(c) = culprit_line(f) {
+        let _ = writeln!(out, "  {}: {}", w[0], c);
+    }
+    for a in f.culprit.allocations.iter().take(3) {
+        let mut line = format!("    #{} {}", a.rank, a.size.map(format_bytes).unwrap_or_default());
+        if let Some(s) = &a.shape {
+            line += &format!("  {s}");
+        }
+        if let Some(e) = a.expansion {
+            line += &format!("  ({e:.1}x padding)");
+        }
+        if let Some(op) = a.op_name.as_ref().or(a.label.as_ref()) {
+            let op: String = op.chars().take(100).collect();
+            line += &format!("  {op}");
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    if let Some(c) = &f.cause {
+        let _ = writeln!(out, "  {}: {}", w[1], c);
+    }
+    if !f.fixes.is_empty() {
+        let _ = writeln!(out, "  {}{}:{}", st.green, w[2], st.reset);
+        for fx in &f.fixes {
+            let v = fx.versions.as_deref().map(|v| format!(" {}({v}){}", st.dim, st.reset)).unwrap_or_default();
+            let _ = writeln!(out, "    {}. {}{}", fx.rank, fx.title, v);
+            if let Some(code) = &fx.code {
+                for l in code.lines() {
+                    let _ = writeln!(out, "       {}{}{}", st.bold, l, st.reset);
+                }
+            }
+        }
+    }
+    if !f.dead_ends.is_empty() {
+        let _ = writeln!(out, "  {}:", w[3]);
+        for d in &f.dead_ends {
+            let _ = writeln!(out, "    - {} — {}", d.action, d.why);
+        }
+    }
+    if let Some(r) = f.references.first() {
+        let _ = writeln!(out, "  {}{}: {}{}", st.dim, w[4], r.url, st.reset);
+    }
+}
+
+/// Render a report as Markdown (for issues and chat).
+pub fn markdown(report: &Report, lang: Lang) -> String {
+    let w = words(lang);
+    let mut out = String::new();
+    if report.findings.is_empty() {
+        let _ = writeln!(out, "_{}_", w[7]);
+        return out;
+    }
+    for f in &report.findings {
+        let code = f.code.as_deref().map(|c| format!(" `{c}`")).unwrap_or_default();
+        let _ = writeln!(out, "### {}{} — {}\n", f.title, code, f.id);
+        let lines = if f.end_line > f.line { format!("{} {}–{}", w[6], f.line, f.end_line) } else { format!("{} {}", w[5], f.line) };
+        let _ = writeln!(out, "**{}** ({lines})\n", f.headline);
+        if let Some(c) = culprit_line(f) {
+            let _ = writeln!(out, "- **{}**: `{}`", w[0], c.replace('`', "'"));
+        }
+        if let Some(c) = &f.cause {
+            let _ = writeln!(out, "- **{}**: {}", w[1], c);
+        }
+        if !f.fixes.is_empty() {
+            let _ = writeln!(out, "\n**{}**\n", w[2]);
+            for fx in &f.fixes {
+                let v = fx.versions.as_deref().map(|v| format!(" _({v})_")).unwrap_or_default();
+                let _ = writeln!(out, "{}. {}{}", fx.rank, fx.title, v);
+                if let Some(code) = &fx.code {
+                    let lang = fx.code_lang.as_deref().unwrap_or("");
+                    let _ = writeln!(out, "   ```{lang}\n   {}\n   ```", code.replace('\n', "\n   "));
+                }
+            }
+        }
+        if !f.dead_ends.is_empty() {
+            let _ = writeln!(out, "\n**{}**\n", w[3]);
+            for d in &f.dead_ends {
+                let _ = writeln!(out, "- {} — {}", d.action, d.why);
+            }
+        }
+        if !f.references.is_empty() {
+            let _ = writeln!(out, "\n{}: {}", w[4], f.references.iter().take(3).map(|r| format!("[{}]({})", r.title, r.url)).collect::<Vec<_>>().join(" · "));
+        }
+        out.push('\n');
+    }
+    out
+}

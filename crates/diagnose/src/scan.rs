@@ -1,0 +1,489 @@
+//! Streaming scanner: finds the few regions of a log that can hold a memory
+//! failure without looking at the rest.
+//!
+//! The input is read in large chunks. An Aho-Corasick automaton over a small set
+//! of literal trigger words (the prefilter) skips everything else at memory speed;
+//! only around a hit does the scanner switch to line mode and collect a *block*:
+//! a few lines of context before the trigger, then lines for as long as they keep
+//! looking like part of the message (trigger or report words keep it open; a run of
+//! quiet lines closes it). Blocks go to a callback one at a time, so memory stays
+//! bounded by the chunk size plus one block, whatever the size of the log.
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use std::collections::VecDeque;
+use std::io::{self, Read};
+use std::sync::OnceLock;
+
+/// Bytes read per chunk.
+const CHUNK: usize = 4 << 20;
+/// A single line longer than this is cut (the rest of it is still scanned as its own line).
+const MAX_LINE: usize = 1 << 20;
+/// Lines kept before a trigger line.
+const LINES_BEFORE: usize = 3;
+/// A block closes after this many lines without a trigger or report word.
+const QUIET_LINES: u32 = 10;
+/// Hard bounds on one block.
+const MAX_BLOCK_LINES: usize = 4000;
+const MAX_BLOCK_BYTES: usize = 2 << 20;
+/// At most this much of one line is kept in a block.
+const MAX_KEPT_LINE: usize = 64 << 10;
+/// Context lines (settings printed somewhere in the log) kept for the whole log.
+const MAX_CONTEXT_LINES: usize = 64;
+
+/// What a literal means to the scanner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Can start a block.
+    Start,
+    /// Keeps an open block open (report lines), never starts one.
+    Extend,
+    /// A setting worth remembering for the whole log (allocator config, memory fraction).
+    Context,
+}
+
+/// Literals that can start a memory-failure block. Each recognizer's anchor text
+/// must contain one of these (a test checks every knowledge-base example).
+pub const START_TRIGGERS: &[&str] = &[
+    "out of memory",
+    "Out of memory",
+    "OUT OF MEMORY",
+    "Out Of Memory",
+    "OutOfMemory",
+    "OUT_OF_MEMORY",
+    "OutOfResources",
+    "out of resource",
+    "RESOURCE_EXHAUSTED",
+    "Resource exhausted",
+    "ResourceExhausted",
+    "OOM when allocating",
+    "Shared memory size limit",
+    "Shared memory requested",
+    "too much shared data",
+    "_ALLOC_FAILED",
+    "CUDNN_STATUS_",
+    "cudnn convolution algorithm",
+    "cudaErrorMemoryAllocation",
+    "HIP_ERROR_OutOfMemory",
+    "hipErrorOutOfMemory",
+    "Attempting to allocate",
+    "Attempting to reserve",
+    "Could not allocate",
+    "Failed to allocate request",
+    "would exceed memory",
+    "Aborting compilation early",
+    "Hbm usage",
+    "memref.alloca",
+    "No viable logical replica",
+    "No valid triton configs",
+    "No available memory for the cache",
+    "Total hbm usage",
+    "Program hbm requirement",
+    "Program vmem requirement",
+    "Largest program allocations",
+    "Killed process",
+    "oom-kill",
+    "OOMKilled",
+    "exit status 137",
+    "exit code 137",
+    "exited with code 137",
+    "LLVM ERROR",
+    "Can't reduce memory use",
+    "Not enough space to allocate",
+    "memory space",
+    "E0100:",
+    "E0101:",
+    "E0102:",
+    "E0200:",
+    "E1000:",
+    "E1001:",
+    "E1200:",
+    "E2001:",
+    "E2002:",
+    "E2003:",
+    "E3000:",
+    "E3001:",
+    "openxla.org/xla/errors",
+    "BufferAssignment OOM",
+    "exceeds the base limit",
+    "Error allocating device buffer",
+    "Error loading program",
+    "but got buffer with incompatible size",
+    "halted unexpectedly",
+    "halted prematurely",
+    "Mosaic failed to compile",
+    "Tensor which is moved to host",
+    "KV cache",
+    "cache blocks",
+];
+
+const EXTEND_WORDS: &[&str] = &[
+    "Size:",
+    "Shape:",
+    "Operator:",
+    "XLA label:",
+    "XLA Label:",
+    "Allocation type:",
+    "Unpadded size:",
+    "Extra memory due to padding",
+    "=====",
+    "Bin (",
+    "Chunk",
+    "InUse at",
+    "Free  at",
+    "Stats:",
+    "Limit:",
+    "InUse:",
+    "MaxInUse:",
+    "NumAllocs:",
+    "MaxAllocSize:",
+    "Reserved:",
+    "LargestFreeBlock:",
+    "Sum Total of in-use",
+    "Summary of in-use",
+    "Next region of size",
+    "Buffer ",
+    " allocation:",
+    "fragmentation",
+    "reserved",
+    "program ",
+    "arguments",
+    "global ",
+    "scoped ",
+    "HLO temp",
+    "Output size",
+    "Process ",
+    "Top-of-Memory",
+    "Currently allocated",
+    "Program requirement",
+    "Available after request",
+    "HBM capacity",
+    "Parameter Subshape",
+    "Peak buffers",
+    "BufferAssignment stats",
+    "Scoped allocation",
+    "exceeded scoped vmem",
+    "It should not be possible",
+    "Required:",
+    "Hardware limit",
+    "total capacity",
+    "Tried to allocate",
+    "[[{{node",
+    "[[Node:",
+];
+
+const CONTEXT_WORDS: &[&str] = &[
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "PYTORCH_HIP_ALLOC_CONF",
+    "XLA_PYTHON_CLIENT_",
+    "XLA_CLIENT_MEM_FRACTION",
+    "LIBTPU_INIT_ARGS",
+    "TPU_ACCELERATOR_TYPE",
+    "accelerator_type",
+];
+
+struct Automaton {
+    ac: AhoCorasick,
+    roles: Vec<Role>,
+}
+
+fn automaton() -> &'static Automaton {
+    static A: OnceLock<Automaton> = OnceLock::new();
+    A.get_or_init(|| {
+        let mut pats: Vec<&str> = Vec::new();
+        let mut roles = Vec::new();
+        for (list, role) in [(START_TRIGGERS, Role::Start), (EXTEND_WORDS, Role::Extend), (CONTEXT_WORDS, Role::Context)] {
+            for p in list {
+                pats.push(p);
+                roles.push(role);
+            }
+        }
+        let ac = AhoCorasickBuilder::new().match_kind(MatchKind::Standard).build(&pats).expect("trigger automaton");
+        Automaton { ac, roles }
+    })
+}
+
+fn start_automaton() -> &'static AhoCorasick {
+    static A: OnceLock<AhoCorasick> = OnceLock::new();
+    A.get_or_init(|| {
+        let mut pats: Vec<&str> = START_TRIGGERS.to_vec();
+        pats.extend_from_slice(CONTEXT_WORDS);
+        AhoCorasickBuilder::new().match_kind(MatchKind::Standard).build(&pats).expect("start automaton")
+    })
+}
+
+/// A block of raw lines around one or more triggers.
+#[derive(Debug, Clone, Default)]
+pub struct RawBlock {
+    /// (1-based line number, bytes without the newline).
+    pub lines: Vec<(u64, Vec<u8>)>,
+}
+
+/// Totals of one scan.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScanStats {
+    pub lines: u64,
+    pub bytes: u64,
+    pub blocks: u64,
+}
+
+/// Settings lines seen anywhere in the log.
+#[derive(Debug, Clone, Default)]
+pub struct LogContext {
+    pub lines: Vec<(u64, String)>,
+}
+
+struct OpenBlock {
+    lines: Vec<(u64, Vec<u8>)>,
+    quiet: u32,
+    bytes: usize,
+}
+
+impl OpenBlock {
+    fn done(&self) -> bool {
+        self.quiet >= QUIET_LINES || self.lines.len() >= MAX_BLOCK_LINES || self.bytes >= MAX_BLOCK_BYTES
+    }
+}
+
+fn kept(line: &[u8]) -> Vec<u8> {
+    line[..line.len().min(MAX_KEPT_LINE)].to_vec()
+}
+
+/// Scan a reader, calling `on_block` for each block as soon as it is complete.
+pub fn scan<R: Read>(mut reader: R, context: &mut LogContext, mut on_block: impl FnMut(RawBlock)) -> io::Result<ScanStats> {
+    let auto = automaton();
+    let start_ac = start_automaton();
+    let mut stats = ScanStats::default();
+    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + 64 * 1024);
+    let mut history: VecDeque<(u64, Vec<u8>)> = VecDeque::with_capacity(LINES_BEFORE + 1);
+    let mut open: Option<OpenBlock> = None;
+    let mut line_no: u64 = 0; // lines fully consumed
+    let mut eof = false;
+
+    while !eof {
+        // Fill the buffer up to CHUNK bytes.
+        let mut filled = buf.len();
+        buf.resize(CHUNK.max(filled + 64 * 1024), 0);
+        while filled < CHUNK {
+            match reader.read(&mut buf[filled..]) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        buf.truncate(filled);
+        // Process complete lines only (all of it at EOF; a giant line is cut at MAX_LINE).
+        let end = if eof {
+            buf.len()
+        } else {
+            match memchr::memrchr(b'\n', &buf) {
+                Some(i) => i + 1,
+                None if buf.len() >= MAX_LINE => buf.len(),
+                None => continue,
+            }
+        };
+        stats.bytes += end as u64;
+        let region = &buf[..end];
+        let mut pos = 0usize;
+        let mut floor = 0usize; // lines before this offset already belonged to a block
+
+        while pos < region.len() {
+            if let Some(block) = open.as_mut() {
+                let nl = memchr::memchr(b'\n', &region[pos..]).map_or(region.len(), |i| pos + i);
+                let line = &region[pos..nl];
+                line_no += 1;
+                let mut hit = false;
+                for m in auto.ac.find_iter(line) {
+                    match auto.roles[m.pattern().as_usize()] {
+                        Role::Start | Role::Extend => hit = true,
+                        Role::Context => remember_context(context, line_no, line),
+                    }
+                }
+                block.quiet = if hit { 0 } else { block.quiet + 1 };
+                block.bytes += line.len();
+                block.lines.push((line_no, kept(line)));
+                pos = if nl < region.len() { nl + 1 } else { region.len() };
+                if block.done() {
+                    let b = open.take().unwrap();
+                    stats.blocks += 1;
+                    on_block(finish(b));
+                    history.clear();
+                    floor = pos;
+                }
+                continue;
+            }
+            match start_ac.find(&region[pos..]) {
+                None => {
+                    line_no += memchr::memchr_iter(b'\n', &region[pos..]).count() as u64;
+                    if eof && !region.ends_with(b"\n") {
+                        line_no += 1; // the last line has no newline
+                    }
+                    pos = region.len();
+                }
+                Some(m) => {
+                    let at = pos + m.start();
+                    let line_start = memchr::memrchr(b'\n', &region[..at]).map_or(0, |i| i + 1);
+                    let skipped = memchr::memchr_iter(b'\n', &region[pos..line_start]).count() as u64;
+                    let pattern = m.pattern().as_usize();
+                    if pattern >= START_TRIGGERS.len() {
+                        // A context word: remember the line, keep skipping.
+                        let nl = memchr::memchr(b'\n', &region[line_start..]).map_or(region.len(), |i| line_start + i);
+                        line_no += skipped + 1;
+                        remember_context(context, line_no, &region[line_start..nl]);
+                        push_history(&mut history, line_no, &region[line_start..nl]);
+                        pos = (nl + 1).min(region.len());
+                        continue;
+                    }
+                    // Collect up to LINES_BEFORE lines before the trigger line, never reaching
+                    // into an earlier block.
+                    let lower = floor;
+                    let mut before: Vec<(u64, Vec<u8>)> = Vec::new();
+                    let mut cursor = line_start;
+                    let mut number = line_no + skipped; // number of the line ending just before `cursor`
+                    while before.len() < LINES_BEFORE && cursor > lower {
+                        let prev_end = cursor - 1; // the '\n'
+                        let prev_start = memchr::memrchr(b'\n', &region[lower..prev_end]).map_or(lower, |i| lower + i + 1);
+                        before.push((number, kept(&region[prev_start..prev_end])));
+                        number -= 1;
+                        cursor = prev_start;
+                    }
+                    if before.len() < LINES_BEFORE && lower == 0 {
+                        for (n, l) in history.iter().rev() {
+                            if before.len() >= LINES_BEFORE {
+                                break;
+                            }
+                            if *n < before.last().map_or(u64::MAX, |b| b.0) {
+                                before.push((*n, l.clone()));
+                            }
+                        }
+                    }
+                    before.reverse();
+                    line_no += skipped;
+                    let bytes = before.iter().map(|l| l.1.len()).sum();
+                    open = Some(OpenBlock { lines: before, quiet: 0, bytes });
+                    pos = line_start;
+                }
+            }
+        }
+        // Remember the last lines of this region for a trigger early in the next one.
+        if open.is_none() {
+            if floor > 0 {
+                history.clear();
+            }
+            for (n, l) in last_lines(&region[floor..], LINES_BEFORE, line_no) {
+                push_history(&mut history, n, l);
+            }
+        }
+        buf.drain(..end);
+    }
+    if let Some(b) = open.take() {
+        stats.blocks += 1;
+        on_block(finish(b));
+    }
+    stats.lines = line_no;
+    Ok(stats)
+}
+
+/// The last `k` lines of `text` (which ends at line number `last_no`), oldest first.
+fn last_lines(text: &[u8], k: usize, last_no: u64) -> Vec<(u64, &[u8])> {
+    let mut out = Vec::new();
+    let mut end = text.len();
+    if end > 0 && text[end - 1] == b'\n' {
+        end -= 1;
+    }
+    let mut n = last_no;
+    while out.len() < k && end > 0 && n > 0 {
+        let start = memchr::memrchr(b'\n', &text[..end]).map_or(0, |i| i + 1);
+        out.push((n, &text[start..end]));
+        n -= 1;
+        if start == 0 {
+            break;
+        }
+        end = start - 1;
+    }
+    out.reverse();
+    out
+}
+
+fn push_history(h: &mut VecDeque<(u64, Vec<u8>)>, n: u64, line: &[u8]) {
+    if h.back().is_some_and(|b| b.0 >= n) {
+        return;
+    }
+    h.push_back((n, kept(line)));
+    while h.len() > LINES_BEFORE {
+        h.pop_front();
+    }
+}
+
+fn remember_context(ctx: &mut LogContext, n: u64, line: &[u8]) {
+    if ctx.lines.len() < MAX_CONTEXT_LINES && ctx.lines.last().is_none_or(|l| l.0 != n) {
+        let s = String::from_utf8_lossy(&line[..line.len().min(2048)]).into_owned();
+        ctx.lines.push((n, s));
+    }
+}
+
+fn finish(mut b: OpenBlock) -> RawBlock {
+    // Drop the quiet tail: lines after the last hit add nothing but noise.
+    let keep = b.lines.len().saturating_sub(b.quiet as usize).max(1);
+    b.lines.truncate(keep.max(b.lines.len().min(LINES_BEFORE + 1)));
+    RawBlock { lines: b.lines }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocks(text: &str) -> Vec<RawBlock> {
+        let mut out = Vec::new();
+        let mut ctx = LogContext::default();
+        scan(text.as_bytes(), &mut ctx, |b| out.push(b)).unwrap();
+        out
+    }
+
+    #[test]
+    fn finds_block_with_context_and_numbers() {
+        let mut text = String::new();
+        for i in 0..100 {
+            text.push_str(&format!("step {i} loss 0.5\n"));
+        }
+        text.push_str("Traceback (most recent call last):\n  File \"x.py\", line 1\nRuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n");
+        for i in 0..50 {
+            text.push_str(&format!("after {i}\n"));
+        }
+        let b = blocks(&text);
+        assert_eq!(b.len(), 1);
+        let first = &b[0].lines[0];
+        assert_eq!(first.0, 101);
+        assert!(b[0].lines.iter().any(|l| l.0 == 103 && l.1.starts_with(b"RuntimeError")));
+    }
+
+    #[test]
+    fn no_trigger_no_block() {
+        assert!(blocks("hello\nworld\nmemory usage 10GB\n").is_empty());
+        assert!(blocks("").is_empty());
+    }
+
+    #[test]
+    fn line_numbers_across_chunks() {
+        // Put a trigger right after a chunk boundary.
+        let filler = "x".repeat(99) + "\n";
+        let n = CHUNK / filler.len() + 3;
+        let mut text = filler.repeat(n);
+        text.push_str("E0528 RESOURCE_EXHAUSTED: Out of memory while trying to allocate 8 bytes.\n");
+        let b = blocks(&text);
+        assert_eq!(b.len(), 1);
+        let trig = b[0].lines.iter().find(|l| l.1.windows(8).any(|w| w == b"RESOURCE")).unwrap();
+        assert_eq!(trig.0, n as u64 + 1);
+    }
+
+    #[test]
+    fn context_lines_are_kept() {
+        let mut ctx = LogContext::default();
+        scan("export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\nok\n".as_bytes(), &mut ctx, |_| {}).unwrap();
+        assert_eq!(ctx.lines.len(), 1);
+        assert_eq!(ctx.lines[0].0, 1);
+    }
+}
