@@ -1,9 +1,144 @@
+//! `oomdoc memory`: the XLA memory viewer. All analysis and rendering lives in
+//! `oomdoc-memory`; this file maps flags onto it.
+
 use crate::cli_error::CliError;
-use clap::Args;
+use clap::{Args, ValueEnum};
+use oomdoc_memory::render::{html, json, text};
+use oomdoc_memory::{load_dump_paths, DumpModule, MemoryReport, ModuleListing, ModuleReport, SourcePreference};
+use std::io::Write;
+use std::path::PathBuf;
 
 #[derive(Args)]
-pub struct MemoryArgs {}
+pub struct MemoryArgs {
+    /// A dump directory (XLA_FLAGS=--xla_dump_to=DIR), or files from it
+    /// (*-buffer-assignment.txt, *-live-range.txt, *.hlo.pb, *.hlo_proto.pb).
+    #[arg(required = true, value_name = "DUMP")]
+    pub paths: Vec<PathBuf>,
 
-pub fn run(_args: MemoryArgs) -> Result<(), CliError> {
-    Err(CliError::usage("`oomdoc memory` is not implemented yet"))
+    /// Module to analyse: program id (34), name (jit_train_step) or a unique part of it.
+    /// Default: the module with the largest peak.
+    #[arg(short, long, value_name = "NAME")]
+    pub module: Option<String>,
+
+    /// Analyse every module.
+    #[arg(long, conflicts_with = "module")]
+    pub all: bool,
+
+    /// Only list the modules with their peaks.
+    #[arg(long, conflicts_with_all = ["module", "all"])]
+    pub list: bool,
+
+    #[arg(short, long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    /// Write the report to this file instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Which input to use when a module has both: the HloProto (XProf's input; x axis =
+    /// heap events) or the text dump (x axis = schedule positions).
+    #[arg(long, value_enum, default_value_t = Source::Auto)]
+    pub source: Source,
+
+    /// Buffers to list in the text report.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub top: usize,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Html,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Source {
+    Auto,
+    Text,
+    Proto,
+}
+
+pub fn run(args: MemoryArgs) -> Result<(), CliError> {
+    let source = match args.source {
+        Source::Auto => SourcePreference::Auto,
+        Source::Text => SourcePreference::Text,
+        Source::Proto => SourcePreference::Proto,
+    };
+    let dump = load_dump_paths(&args.paths).map_err(|e| CliError::usage(e.to_string()))?;
+
+    let mut listing: Vec<ModuleListing> = Vec::new();
+    let reports: Vec<ModuleReport> = if let Some(hint) = &args.module {
+        let module = dump.select(hint).map_err(|e| CliError::usage(e.to_string()))?;
+        vec![analyze(module, source)?]
+    } else {
+        // Every module is analysed to list its peak; keep the reports for --all.
+        let mut all = Vec::new();
+        let mut first_error = None;
+        for m in &dump.modules {
+            match m.analyze(source) {
+                Ok(r) => {
+                    listing.push(ModuleListing { name: m.name.clone(), program_id: m.program_id, peak_bytes: Some(r.peak_bytes), temp_bytes: Some(r.temp_bytes), error: None });
+                    all.push(r);
+                }
+                Err(e) => {
+                    listing.push(ModuleListing { name: m.name.clone(), program_id: m.program_id, peak_bytes: None, temp_bytes: None, error: Some(e.to_string()) });
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if all.is_empty() {
+            let e = first_error.map(|e| e.to_string()).unwrap_or_else(|| "no module could be analysed".into());
+            return Err(CliError::usage(e));
+        }
+        if args.all || args.list {
+            all
+        } else {
+            let best = all.iter().enumerate().max_by(|a, b| a.1.peak_bytes.cmp(&b.1.peak_bytes).then(b.0.cmp(&a.0))).map(|(i, _)| i).unwrap_or(0);
+            vec![all.swap_remove(best)]
+        }
+    };
+
+    let out = match (args.format, args.list) {
+        (Format::Json, true) => {
+            let mut s = serde_json::to_string_pretty(&serde_json::json!({ "modules": listing })).expect("listing serializes");
+            s.push('\n');
+            s
+        }
+        (_, true) => text::render_listing(&listing, None),
+        (Format::Json, false) => json::render(&MemoryReport { modules: reports }),
+        (Format::Html, false) => html::render(&MemoryReport { modules: reports }, &listing),
+        (Format::Text, false) => {
+            let mut s = String::new();
+            if listing.len() > 1 {
+                let selected = (!args.all).then(|| (reports[0].name.as_str(), reports[0].program_id));
+                s.push_str(&text::render_listing(&listing, selected));
+                if !args.all {
+                    s.push_str("(pick another with --module NAME or id; --all for every module)\n");
+                }
+                s.push('\n');
+            }
+            let opts = text::TextOptions { top: args.top, ..Default::default() };
+            for (i, r) in reports.iter().enumerate() {
+                if i > 0 {
+                    s.push('\n');
+                }
+                s.push_str(&text::render_module(r, &opts));
+            }
+            s
+        }
+    };
+    match &args.output {
+        Some(path) => std::fs::write(path, out).map_err(|e| CliError::usage(format!("{}: {e}", path.display()))),
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(out.as_bytes())?;
+            stdout.flush()?;
+            Ok(())
+        }
+    }
+}
+
+fn analyze(module: &DumpModule, source: SourcePreference) -> Result<ModuleReport, CliError> {
+    module.analyze(source).map_err(|e| CliError::usage(e.to_string()))
 }
