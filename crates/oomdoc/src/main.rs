@@ -27,6 +27,8 @@ enum Command {
     Plan(cmd::plan::PlanArgs),
     /// Print the accelerator hardware table with sources.
     Chips(cmd::chips::ChipsArgs),
+    /// Run the web UI and JSON API: paste a log, browse the knowledge base, record which fixes worked.
+    Serve(cmd::serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +39,7 @@ fn main() -> ExitCode {
         Command::Memory(a) => cmd::memory::run(a),
         Command::Plan(a) => cmd::plan::run(a),
         Command::Chips(a) => cmd::chips::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

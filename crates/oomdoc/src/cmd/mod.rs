@@ -4,3 +4,4 @@ pub mod diagnose;
 pub mod explain;
 pub mod memory;
 pub mod plan;
+pub mod serve;

@@ -1,0 +1,176 @@
+//! The diagnosis page, rendered from the diagnose report in its JSON contract form
+//! (so it shows exactly what `POST /api/v1/diagnose` returns, field for field).
+
+use super::{entry_href, feedback_form, layout, outcome_summary, reference, t};
+use crate::db::FixOutcomes;
+use maud::{html, Markup};
+use oomdoc_kb::Lang;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Outcomes per finding id, then per fix id.
+pub type OutcomesByEntry = BTreeMap<String, BTreeMap<String, FixOutcomes>>;
+
+fn s<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+fn items<'a>(v: &'a Value, key: &str) -> &'a [Value] {
+    v.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
+}
+
+/// A JSON scalar as text (strings unquoted).
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn sizes_table(sizes: &serde_json::Map<String, Value>) -> Markup {
+    html! {
+        table.sizes {
+            @for (k, v) in sizes {
+                tr {
+                    th { (k) }
+                    @if let Some(n) = v.as_u64() {
+                        td.num { (oomdoc_units::format_bytes(n)) }
+                        td.num.muted { (n) " B" }
+                    } @else {
+                        td.num { (scalar(v)) } td {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn reference_item(r: &Value) -> Markup {
+    match r {
+        Value::String(s) => html! { (reference(s, s)) },
+        other => {
+            let url = s(other, "url").unwrap_or("");
+            html! { (reference(s(other, "title").unwrap_or(url), url)) }
+        }
+    }
+}
+
+pub fn finding(f: &Value, outcomes: Option<&BTreeMap<String, FixOutcomes>>, lang: Lang) -> Markup {
+    let id = s(f, "id").unwrap_or("");
+    let platform = s(f, "platform");
+    html! {
+        section.finding data-finding=(id) {
+            h2 {
+                (s(f, "title").unwrap_or(id))
+            }
+            p.meta {
+                @if !id.is_empty() { a href=(entry_href(id, lang)) { code { (id) } } }
+                @if let Some(c) = s(f, "code") { " · " code { (c) } }
+                @for key in ["platform", "phase", "memory_space", "severity"] {
+                    @if let Some(v) = s(f, key) { " · " (v) }
+                }
+                @if let Some(line) = f.get("line").and_then(Value::as_u64) {
+                    " · line " (line)
+                    @if let Some(end) = f.get("end_line").and_then(Value::as_u64).filter(|e| *e != line) { "–" (end) }
+                }
+            }
+            @if let Some(sizes) = f.get("sizes").and_then(Value::as_object).filter(|m| !m.is_empty()) {
+                (sizes_table(sizes))
+            }
+            @if let Some(culprit) = f.get("culprit").and_then(Value::as_object).filter(|m| !m.is_empty()) {
+                h3 { "Culprit" }
+                table.culprit {
+                    @for (k, v) in culprit { tr { th { (k) } td { code { (scalar(v)) } } } }
+                }
+            }
+            @if let Some(cause) = s(f, "cause") {
+                h3 { (t(lang, "causes")) }
+                p.cause { (cause) }
+            }
+            @let fixes = items(f, "fixes");
+            @if !fixes.is_empty() {
+                h3 { (t(lang, "fixes")) }
+                ol.fixes {
+                    @for fix in fixes {
+                        @let fix_id = s(fix, "id").unwrap_or("");
+                        li.fix data-fix=(fix_id) {
+                            strong { (s(fix, "title").unwrap_or(fix_id)) }
+                            @if let Some(d) = s(fix, "detail") { p { (d) } }
+                            @if let Some(code) = s(fix, "code") { pre { code data-lang=[s(fix, "code_lang")] { (code) } } }
+                            @if let Some(v) = s(fix, "versions") { p.versions { (t(lang, "versions")) ": " (v) } }
+                            @let refs = items(fix, "references");
+                            @if !refs.is_empty() {
+                                p.refs { @for r in refs { (reference_item(r)) " " } }
+                            }
+                            @if !id.is_empty() && !fix_id.is_empty() {
+                                div.measured {
+                                    (outcome_summary(outcomes.and_then(|o| o.get(fix_id)), lang))
+                                    (feedback_form(id, fix_id, platform, lang))
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            @let dead_ends = items(f, "dead_ends");
+            @if !dead_ends.is_empty() {
+                h3 { (t(lang, "dead_ends")) }
+                ul.dead-ends {
+                    @for d in dead_ends {
+                        li { strong { (s(d, "action").unwrap_or("")) } @if let Some(w) = s(d, "why") { " · " (w) } }
+                    }
+                }
+            }
+            @let refs = items(f, "references");
+            @if !refs.is_empty() {
+                h3 { (t(lang, "references")) }
+                ul.references { @for r in refs { li { (reference_item(r)) } } }
+            }
+        }
+    }
+}
+
+pub fn report_page(report: &Value, outcomes: &OutcomesByEntry, stored_log: bool, lang: Lang) -> Markup {
+    let findings = items(report, "findings");
+    layout(
+        t(lang, "diagnose"),
+        lang,
+        html! {
+            h1 { (t(lang, "diagnose")) }
+            @if findings.is_empty() {
+                p.no-findings { "No memory failure found in this log. If it does contain one, the knowledge base may not know its message yet." }
+            } @else {
+                p.muted { (findings.len()) " finding" @if findings.len() != 1 { "s" } }
+                @for f in findings {
+                    (finding(f, s(f, "id").and_then(|id| outcomes.get(id)), lang))
+                }
+            }
+            @if stored_log { p.muted { "You chose to keep this log on the server." } }
+            p { a href="/" { "Diagnose another log" } }
+        },
+    )
+}
+
+pub fn form_page(lang: Lang) -> Markup {
+    layout(
+        t(lang, "diagnose"),
+        lang,
+        html! {
+            h1 { "Why did my accelerator run out of memory?" }
+            form id="diagnose-form" method="post" action="/" enctype="multipart/form-data" {
+                label for="log" { "Paste a log" }
+                textarea id="log" name="log" rows="16" spellcheck="false" placeholder="RESOURCE_EXHAUSTED: … / torch.OutOfMemoryError: CUDA out of memory …" {}
+                p { label { "or upload a file " input id="file" type="file" name="file"; } }
+                p {
+                    label {
+                        input type="checkbox" name="store_log" value="1";
+                        " Keep this log on the server to help improve oomdoc (off by default; logs are otherwise never stored)"
+                    }
+                }
+                @if lang == Lang::Zh { input type="hidden" name="lang" value="zh"; }
+                button id="diagnose-submit" type="submit" { (t(lang, "diagnose")) }
+            }
+        },
+    )
+}

@@ -1,0 +1,246 @@
+//! `oomdoc serve`: the web UI and JSON API over the oomdoc libraries, with the
+//! measured fix rates kept in one SQLite file.
+//!
+//! - [`serve`] runs the server until SIGTERM / Ctrl-C (what `oomdoc serve` calls);
+//! - [`BackgroundServer`] runs it on a thread (tests, benchmark);
+//! - [`routes::router`] is the URL map; [`engines`] is the one place the analysis
+//!   libraries are called.
+
+pub mod config;
+pub mod db;
+pub mod engines;
+pub mod entry_markdown;
+pub mod error;
+pub mod feedback;
+pub mod html;
+pub mod kb_query;
+pub mod routes;
+pub mod stats;
+
+pub use config::{Config, Limits};
+pub use engines::Engines;
+
+use db::{Db, Feedback, FixOutcomes};
+use error::AppError;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde_json::Value;
+use std::{collections::BTreeMap, future::Future, net::SocketAddr, sync::Arc, time::Duration};
+use tower::ServiceExt;
+
+/// The OpenAPI 3.1 description of `/api/v1`, served at `/api/v1/openapi.json`.
+pub const OPENAPI: &str = include_str!("openapi.json");
+
+/// How long a slow client may take to send its request headers.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long shutdown waits for requests in flight.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+pub struct AppState {
+    pub config: Config,
+    pub db: Db,
+    pub engines: Engines,
+}
+
+impl AppState {
+    pub fn open(config: Config, engines: Engines) -> Result<Arc<AppState>, String> {
+        let db = Db::open(&config.db_path).map_err(|e| e.to_string())?;
+        Ok(Arc::new(AppState { config, db, engines }))
+    }
+
+    /// Run SQLite work off the async workers (a commit waits for fsync).
+    async fn with_db<T: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&Db) -> Result<T, db::DbError> + Send + 'static,
+    ) -> Result<T, AppError> {
+        let state = self.clone();
+        Ok(tokio::task::spawn_blocking(move || f(&state.db)).await??)
+    }
+
+    /// Diagnose a log; keep it only when the user ticked the box.
+    pub async fn diagnose_and_maybe_store(self: &Arc<Self>, sub: routes::input::LogSubmission) -> Result<Value, AppError> {
+        let diagnose = self.engines.diagnose;
+        let lang = sub.lang;
+        let store = sub.store;
+        let log = Arc::new(sub.bytes);
+        let for_engine = log.clone();
+        let report = tokio::task::spawn_blocking(move || diagnose(&for_engine, lang)).await??;
+        if store {
+            self.with_db(move |db| db.insert_log(&log)).await?;
+        }
+        Ok(report)
+    }
+
+    pub async fn outcomes(self: &Arc<Self>, entry: String) -> Result<BTreeMap<String, FixOutcomes>, AppError> {
+        self.with_db(move |db| db.outcomes(&entry)).await
+    }
+
+    pub async fn outcomes_for(
+        self: &Arc<Self>,
+        mut entries: Vec<String>,
+    ) -> Result<BTreeMap<String, BTreeMap<String, FixOutcomes>>, AppError> {
+        entries.sort();
+        entries.dedup();
+        self.with_db(move |db| entries.into_iter().map(|e| Ok((e.clone(), db.outcomes(&e)?))).collect()).await
+    }
+
+    /// Returns once the report is committed (and fsynced).
+    pub async fn record_feedback(self: &Arc<Self>, report: Feedback) -> Result<i64, AppError> {
+        self.with_db(move |db| db.insert_feedback(&report)).await
+    }
+
+    pub async fn memory_report(self: &Arc<Self>, req: axum::extract::Request) -> Result<engines::MemoryReport, AppError> {
+        let upload = routes::input::read_dump(req, self.config.limits.dump_bytes).await?;
+        let memory = self.engines.memory;
+        Ok(tokio::task::spawn_blocking(move || memory(&upload.root)).await??)
+    }
+
+    pub async fn plan(self: &Arc<Self>, input: engines::PlanInput) -> Result<Value, AppError> {
+        let plan = self.engines.plan;
+        Ok(tokio::task::spawn_blocking(move || plan(&input)).await??)
+    }
+
+    pub async fn check_db(self: &Arc<Self>) -> Result<(), AppError> {
+        self.with_db(|db| db.check()).await
+    }
+}
+
+/// Accept connections until `shutdown` resolves, then let requests in flight finish.
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    state: Arc<AppState>,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let app = routes::router(state);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        // Out of file descriptors and the like: wait instead of spinning.
+                        eprintln!("oomdoc serve: accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let service = hyper_util::service::TowerToHyperService::new(
+                    app.clone().map_request(|req: hyper::Request<hyper::body::Incoming>| req.map(axum::body::Body::new)),
+                );
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(HEADER_READ_TIMEOUT)
+                    .serve_connection(TokioIo::new(stream), service);
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+            }
+            () = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(SHUTDOWN_GRACE) => eprintln!("oomdoc serve: requests still running after {SHUTDOWN_GRACE:?}; stopping anyway"),
+    }
+    Ok(())
+}
+
+fn runtime(workers: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(workers.max(1)).enable_all().build()
+}
+
+/// SIGTERM (service managers, `docker stop`) or Ctrl-C.
+async fn termination() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// `oomdoc serve`: open and migrate the database, listen, serve until SIGTERM / Ctrl-C.
+pub fn serve(config: Config) -> Result<(), String> {
+    let addr = config.addr;
+    let db_path = config.db_path.clone();
+    let rt = runtime(config.workers).map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let state = AppState::open(config, Engines::default())?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        eprintln!("oomdoc serve: listening on http://{bound} (database {})", db_path.display());
+        run(listener, state, termination()).await.map_err(|e| e.to_string())?;
+        eprintln!("oomdoc serve: stopped");
+        Ok(())
+    })
+}
+
+/// A server on its own thread and runtime; stops (gracefully) on [`BackgroundServer::stop`] or drop.
+pub struct BackgroundServer {
+    pub addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl BackgroundServer {
+    /// Bind `config.addr` (port 0 picks a free one) and start serving.
+    pub fn start(config: Config, engines: Engines) -> Result<BackgroundServer, String> {
+        let rt = runtime(config.workers).map_err(|e| e.to_string())?;
+        let addr = config.addr;
+        let state = AppState::open(config, engines)?;
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind(addr))
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("oomdoc-serve".into())
+            .spawn(move || {
+                let _ = rt.block_on(run(listener, state, async {
+                    let _ = rx.await;
+                }));
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(BackgroundServer { addr: bound, stop: Some(tx), thread: Some(thread) })
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for BackgroundServer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

@@ -1,0 +1,180 @@
+//! HTML pages.
+
+use super::{input, Shared};
+use crate::{
+    error::AppError,
+    feedback::FeedbackRequest,
+    html::{diagnosis, encode_component, kb as kb_html, tools, Page},
+    kb_query::KbFilter,
+};
+use axum::{
+    extract::{Path, Query, Request, State},
+    http::{header, HeaderValue, StatusCode},
+    response::{IntoResponse, Redirect, Response},
+    Form,
+};
+use oomdoc_kb::{KnowledgeBase, Lang};
+use serde::Deserialize;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct LangQuery {
+    pub lang: Option<String>,
+    /// Set after a form feedback post: the fix to thank for.
+    pub thanks: Option<String>,
+}
+
+impl LangQuery {
+    pub fn lang(&self) -> Lang {
+        self.lang.as_deref().and_then(Lang::parse).unwrap_or_default()
+    }
+}
+
+pub async fn diagnose_form(Query(q): Query<LangQuery>) -> Page {
+    Page(diagnosis::form_page(q.lang()))
+}
+
+pub async fn diagnose(State(state): State<Shared>, req: Request) -> Result<Page, AppError> {
+    let sub = input::read_log(req, state.config.limits.log_bytes).await?;
+    if sub.bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(AppError::BadRequest("the log is empty: paste it or choose a file".into()));
+    }
+    let (lang, stored) = (sub.lang, sub.store);
+    let report = state.diagnose_and_maybe_store(sub).await?;
+    let ids: Vec<String> = report
+        .get("findings")
+        .and_then(|f| f.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.get("id").and_then(|i| i.as_str()).map(str::to_string))
+        .collect();
+    let outcomes = state.outcomes_for(ids).await?;
+    Ok(Page(diagnosis::report_page(&report, &outcomes, stored, lang)))
+}
+
+pub async fn kb_list(Query(filter): Query<KbFilter>) -> Page {
+    let entries = filter.apply(KnowledgeBase::get());
+    Page(kb_html::list_page(&filter, &entries))
+}
+
+/// `/kb/{id}`, `/kb/{id}.json`, `/kb/{id}.md`; a vendor code (`/kb/E1001`)
+/// redirects to the entry's id.
+pub async fn kb_entry(
+    State(state): State<Shared>,
+    Path(file): Path<String>,
+    Query(q): Query<LangQuery>,
+    req: Request,
+) -> Result<Response, AppError> {
+    let (key, format) = if let Some(k) = file.strip_suffix(".json") {
+        (k, "json")
+    } else if let Some(k) = file.strip_suffix(".md") {
+        (k, "md")
+    } else {
+        (file.as_str(), "html")
+    };
+    let kb = KnowledgeBase::get();
+    let entry = kb.lookup(key).ok_or_else(|| AppError::NotFound(format!("no knowledge-base entry `{key}`")))?;
+    if entry.id != key {
+        let suffix = match format {
+            "json" => ".json",
+            "md" => ".md",
+            _ => "",
+        };
+        let query = req.uri().query().map(|q| format!("?{q}")).unwrap_or_default();
+        return Ok(Redirect::permanent(&format!("/kb/{}{suffix}{query}", encode_component(&entry.id))).into_response());
+    }
+    let lang = q.lang();
+    Ok(match format {
+        "json" => axum::Json(entry).into_response(),
+        "md" => {
+            let mut r = crate::entry_markdown::render(entry, lang).into_response();
+            r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/markdown; charset=utf-8"));
+            r
+        }
+        _ => {
+            let outcomes = state.outcomes(entry.id.clone()).await?;
+            Page(kb_html::entry_page(entry, lang, &outcomes, q.thanks.as_deref())).into_response()
+        }
+    })
+}
+
+#[derive(Debug, Deserialize)]
+pub struct FeedbackForm {
+    entry: String,
+    fix: String,
+    outcome: String,
+    platform: Option<String>,
+    hardware: Option<String>,
+    version: Option<String>,
+    note: Option<String>,
+    lang: Option<String>,
+}
+
+/// The no-script path of the feedback buttons: store, then show the entry with its new counts.
+pub async fn feedback(State(state): State<Shared>, Form(form): Form<FeedbackForm>) -> Result<Response, AppError> {
+    let lang = form.lang.as_deref().and_then(Lang::parse).unwrap_or_default();
+    let report = FeedbackRequest {
+        entry: form.entry,
+        fix: form.fix,
+        outcome: form.outcome,
+        platform: form.platform,
+        hardware: form.hardware,
+        version: form.version,
+        note: form.note,
+    }
+    .validate(KnowledgeBase::get())?;
+    let (entry, fix) = (report.entry.clone(), report.fix.clone());
+    state.record_feedback(report).await?;
+    let lang_q = if lang == Lang::Zh { "&lang=zh" } else { "" };
+    let to = format!(
+        "/kb/{}?thanks={}{lang_q}#fix-{}",
+        encode_component(&entry),
+        encode_component(&fix),
+        encode_component(&fix)
+    );
+    Ok(Redirect::to(&to).into_response())
+}
+
+pub async fn memory_form(State(state): State<Shared>, Query(q): Query<LangQuery>) -> Page {
+    Page(tools::memory_form(q.lang(), state.config.limits.dump_bytes))
+}
+
+/// The memory viewer's own HTML report, as `oomdoc memory --format html` writes it.
+pub async fn memory(State(state): State<Shared>, req: Request) -> Result<Response, AppError> {
+    let report = state.memory_report(req).await?;
+    let mut r = axum::response::Html(report.html).into_response();
+    // The report is a self-contained page with its own inline style and script.
+    r.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'self'",
+        ),
+    );
+    Ok(r)
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PlanForm {
+    kind: String,
+    spec: String,
+    #[serde(default)]
+    chip: Option<String>,
+    lang: Option<String>,
+}
+
+pub async fn plan_form(Query(q): Query<LangQuery>) -> Page {
+    Page(tools::plan_form(q.lang(), "pallas", "", "", None))
+}
+
+pub async fn plan(State(state): State<Shared>, Form(form): Form<PlanForm>) -> Result<Response, AppError> {
+    let lang = form.lang.as_deref().and_then(Lang::parse).unwrap_or_default();
+    let input = crate::engines::PlanInput { kind: form.kind, spec: form.spec, chip: form.chip.filter(|c| !c.trim().is_empty()) };
+    match state.plan(input.clone()).await {
+        Ok(plan) => Ok(Page(tools::plan_result(lang, &plan)).into_response()),
+        // A bad spec goes back to the form with the message, keeping what was typed.
+        Err(AppError::Unprocessable(msg)) => {
+            let page = tools::plan_form(lang, &input.kind, &input.spec, input.chip.as_deref().unwrap_or(""), Some(&msg));
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, Page(page)).into_response())
+        }
+        Err(e) => Err(e),
+    }
+}

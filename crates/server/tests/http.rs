@@ -1,0 +1,537 @@
+//! Integration tests: the real server on a loopback port, spoken to over HTTP.
+
+mod common;
+
+use common::*;
+use oomdoc_kb::{KnowledgeBase, Lang};
+use oomdoc_server::{
+    engines::{EngineError, MemoryReport, PlanInput},
+    Engines,
+};
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// Stands in for the diagnose engine: one finding on the first entry with a fix,
+/// whose culprit and cause echo the log's first line (so hostile logs reach the page).
+fn fake_diagnose(log: &[u8], lang: Lang) -> Result<Value, EngineError> {
+    let text = String::from_utf8_lossy(log);
+    if text.contains("PANIC-NOW") {
+        panic!("the fake engine panics on purpose");
+    }
+    if text.contains("SLEEP-NOW") {
+        std::thread::sleep(std::time::Duration::from_secs(3));
+    }
+    if text.contains("NOTHING-HERE") {
+        return Ok(json!({ "findings": [] }));
+    }
+    let e = entry_with_fix();
+    let first_line: String = text.lines().next().unwrap_or("").chars().take(200_000).collect();
+    Ok(json!({ "findings": [{
+        "id": e.id, "code": e.code, "kind": "oom", "title": e.title.get(lang),
+        "platform": "tpu", "phase": "compile", "memory_space": "vmem",
+        "sizes": { "used": 39027261u64, "limit": 33554432u64 },
+        "line": 1, "end_line": 2,
+        "culprit": { "op": first_line },
+        "cause": format!("cause: {first_line}"),
+        "fixes": [{ "id": e.fixes[0].id, "title": e.fixes[0].title.get(lang), "detail": null,
+                    "code": "compiler_params=pltpu.CompilerParams(vmem_limit_bytes=40894464)", "code_lang": "python",
+                    "versions": "jax >= 0.4.36", "references": [{ "title": "docs", "url": "https://example.com/docs" }] }],
+        "dead_ends": [{ "id": "d", "action": "Empty the cache", "why": "it is a compile-time failure" }],
+        "references": [{ "title": "evil", "url": "javascript:alert(1)" }],
+    }]}))
+}
+
+fn fake_engines() -> Engines {
+    Engines { diagnose: fake_diagnose, ..Engines::default() }
+}
+
+#[test]
+fn healthz_and_database_created_and_migrated() {
+    let s = TestServer::start(Engines::default());
+    let r = s.get("/healthz");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let j = r.json();
+    assert_eq!(j["status"], "ok");
+    assert_eq!(j["kb_entries"].as_u64().unwrap() as usize, KnowledgeBase::get().entries().len());
+    assert!(r.header("x-request-id").is_some());
+    let db = rusqlite::Connection::open(s.dir.path().join("oomdoc.sqlite3")).unwrap();
+    let version: i64 = db.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert!(version >= 1);
+    let mode: String = db.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[test]
+fn kb_list_filters_and_searches() {
+    let s = TestServer::start(Engines::default());
+    let kb = KnowledgeBase::get();
+    let all = s.get("/api/v1/kb").json();
+    assert_eq!(all.as_array().unwrap().len(), kb.entries().len());
+
+    let page = s.get("/kb");
+    assert_eq!(page.status, 200);
+    for e in kb.entries() {
+        assert!(page.text().contains(&format!("href=\"/kb/{}\"", e.id)), "{} missing from /kb", e.id);
+    }
+    let e = entry_with_fix();
+    let platform = serde_json::to_value(e.platform).unwrap();
+    let platform = platform.as_str().unwrap();
+    let on_platform = s.get(&format!("/api/v1/kb?platform={platform}")).json();
+    let ids: Vec<&str> = on_platform.as_array().unwrap().iter().map(|x| x["id"].as_str().unwrap()).collect();
+    assert!(ids.contains(&e.id.as_str()));
+    assert!(on_platform.as_array().unwrap().iter().all(|x| x["platform"] == platform
+        || x["also_platforms"].as_array().unwrap().iter().any(|p| p == platform)));
+
+    let phase = serde_json::to_value(e.phase).unwrap();
+    let by_phase = s.get(&format!("/api/v1/kb?phase={}", phase.as_str().unwrap())).json();
+    assert!(by_phase.as_array().unwrap().iter().all(|x| x["phase"] == phase));
+
+    if let Some(ms) = &e.memory_space {
+        let by_space = s.get(&format!("/kb?memory_space={ms}")).text();
+        assert!(by_space.contains(&format!("href=\"/kb/{}\"", e.id)));
+    }
+    // Text search over id and title, case-insensitive.
+    let word = e.id.split('.').nth(1).unwrap().to_uppercase();
+    let found = s.get(&format!("/api/v1/kb?q={word}")).json();
+    assert!(found.as_array().unwrap().iter().any(|x| x["id"] == e.id.as_str()));
+    let none = s.get("/api/v1/kb?q=zzzz-no-such-words-zzzz").json();
+    assert_eq!(none.as_array().unwrap().len(), 0);
+    assert!(s.get("/kb?q=zzzz-no-such-words-zzzz").text().contains("No entry matches"));
+}
+
+#[test]
+fn entry_page_json_markdown_and_chinese() {
+    let s = TestServer::start(Engines::default());
+    let e = entry_with_fix();
+    let page = s.get(&format!("/kb/{}", e.id));
+    assert_eq!(page.status, 200);
+    let html = page.text();
+    assert!(html.contains(&escape(&e.title.en)), "English title");
+    assert!(html.contains(&format!("href=\"/kb/{}.json\"", e.id)));
+    assert!(html.contains(&format!("href=\"/kb/{}.md\"", e.id)));
+    assert!(html.contains(&format!("href=\"/kb/{}?lang=zh\"", e.id)) && html.contains("中文"));
+    for f in &e.fixes {
+        assert!(html.contains(&format!("id=\"fix-{}\"", f.id)));
+    }
+    if let Some(code) = &e.code {
+        assert!(html.contains(code.as_str()));
+    }
+    assert!(page.header("content-security-policy").unwrap().contains("script-src 'self'"));
+
+    let zh = s.get(&format!("/kb/{}?lang=zh", e.id)).text();
+    assert!(zh.contains(&escape(&e.title.zh)), "Chinese title");
+    assert!(zh.contains("修复方法"));
+
+    // The JSON is the entry exactly as the knowledge base serializes it, on both URLs.
+    let expected = serde_json::to_value(e).unwrap();
+    assert_eq!(s.get(&format!("/kb/{}.json", e.id)).json(), expected);
+    assert_eq!(s.get(&format!("/api/v1/kb/{}", e.id)).json(), expected);
+
+    let md = s.get(&format!("/kb/{}.md", e.id));
+    assert!(md.header("content-type").unwrap().starts_with("text/markdown"));
+    assert!(md.text().starts_with(&format!("# {}", e.title.en)));
+    let md_zh = s.get(&format!("/kb/{}.md?lang=zh", e.id)).text();
+    assert!(md_zh.starts_with(&format!("# {}", e.title.zh)));
+
+    // Vendor codes redirect to the entry's id.
+    if let Some(code) = KnowledgeBase::get().entries().iter().find_map(|e| e.code.clone().map(|c| (c, e.id.clone()))) {
+        let r = s.get(&format!("/kb/{}.json", code.0));
+        assert_eq!(r.status, 308);
+        assert_eq!(r.header("location").unwrap(), format!("/kb/{}.json", code.1));
+    }
+    let missing = s.get("/kb/no.such-entry");
+    assert_eq!(missing.status, 404);
+    assert!(missing.text().contains("no knowledge-base entry"));
+    assert!(missing.text().contains(missing.header("x-request-id").unwrap()));
+    let missing = s.get("/api/v1/kb/no.such-entry");
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.json()["error"]["request_id"], missing.header("x-request-id").unwrap());
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn feedback(s: &TestServer, fix: &str, outcome: &str, hardware: Option<&str>) -> Resp {
+    let e = entry_with_fix();
+    let mut body = json!({ "entry": e.id, "fix": fix, "outcome": outcome, "platform": "tpu" });
+    if let Some(h) = hardware {
+        body["hardware"] = json!(h);
+    }
+    s.post_json("/api/v1/feedback", &body)
+}
+
+#[test]
+fn feedback_counts_and_wilson_rate_from_five_reports() {
+    let s = TestServer::start(Engines::default());
+    let e = entry_with_fix();
+    let fix = e.fixes[0].id.as_str();
+
+    for (i, outcome) in ["worked", "worked", "did-not-work", "worked"].iter().enumerate() {
+        let r = feedback(&s, fix, outcome, Some(if i % 2 == 0 { "TPU v5e" } else { "TPU v4" }));
+        assert_eq!(r.status, 201, "{}", r.text());
+        assert_eq!(r.json()["report"]["outcome"], *outcome);
+    }
+    let o = s.get(&format!("/api/v1/kb/{}/outcomes", e.id)).json();
+    assert_eq!(o["fixes"].as_array().unwrap().len(), e.fixes.len());
+    let f = &o["fixes"][0];
+    assert_eq!((f["reports"].as_u64(), f["worked"].as_u64()), (Some(4), Some(3)));
+    assert!(f["rate"].is_null(), "no rate below 5 reports");
+    let page = s.get(&format!("/kb/{}", e.id)).text();
+    assert!(page.contains("4 reports") && !page.contains("95% CI"));
+
+    let r = feedback(&s, fix, "worked", None);
+    assert_eq!(r.status, 201);
+    assert_eq!(r.json()["measured"]["reports"], 5);
+    let o = s.get(&format!("/api/v1/kb/{}/outcomes", e.id)).json();
+    let rate = &o["fixes"][0]["rate"];
+    // 4 of 5: Wilson 95% interval 0.3755 .. 0.9638.
+    assert!((rate["estimate"].as_f64().unwrap() - 0.8).abs() < 1e-9);
+    assert!((rate["low"].as_f64().unwrap() - 0.3755).abs() < 5e-4, "{rate}");
+    assert!((rate["high"].as_f64().unwrap() - 0.9638).abs() < 5e-4, "{rate}");
+    assert_eq!(o["fixes"][0]["by_hardware"].as_array().unwrap().len(), 3);
+    let page = s.get(&format!("/kb/{}", e.id)).text();
+    assert!(page.contains("5 reports") && page.contains("80%") && page.contains("95% CI 38%–96%"), "{page}");
+}
+
+#[test]
+fn feedback_is_validated_and_takes_no_log() {
+    let s = TestServer::start(Engines::default());
+    let e = entry_with_fix();
+    let fix = e.fixes[0].id.as_str();
+    let cases = [
+        (json!({ "entry": e.id, "fix": fix, "outcome": "maybe" }), 422, "outcome"),
+        (json!({ "entry": "no.such", "fix": fix, "outcome": "worked" }), 422, "no knowledge-base entry"),
+        (json!({ "entry": e.id, "fix": "no-such-fix", "outcome": "worked" }), 422, "has no fix"),
+        (json!({ "entry": e.id, "fix": fix, "outcome": "worked", "log": "RESOURCE_EXHAUSTED" }), 422, "unknown field"),
+        (json!({ "entry": e.id, "fix": fix, "outcome": "worked", "note": "x".repeat(501) }), 422, "longer than"),
+        (json!({ "entry": e.id }), 422, "missing field"),
+    ];
+    for (body, status, says) in cases {
+        let r = s.post_json("/api/v1/feedback", &body);
+        assert_eq!(r.status, status, "{body}: {}", r.text());
+        let msg = r.json()["error"]["message"].as_str().unwrap().to_string();
+        assert!(msg.contains(says), "{body}: {msg}");
+    }
+    let r = s.post("/api/v1/feedback", "application/json", b"{not json");
+    assert_eq!(r.status, 400, "{}", r.text());
+    let r = s.post("/api/v1/feedback", "text/plain", br#"{"entry":"x"}"#);
+    assert_eq!(r.status, 415);
+    assert!(r.json()["error"]["message"].as_str().unwrap().contains("application/json"));
+    // Nothing above was stored.
+    let o = s.get(&format!("/api/v1/kb/{}/outcomes", e.id)).json();
+    assert_eq!(o["fixes"][0]["reports"], 0);
+}
+
+#[test]
+fn feedback_form_without_javascript_redirects_to_the_entry() {
+    let s = TestServer::start(Engines::default());
+    let e = entry_with_fix();
+    let fix = &e.fixes[0].id;
+    let body = format!("entry={}&fix={}&outcome=worked&platform=tpu&hardware=TPU+v5e&version=&note=&lang=zh", e.id, fix);
+    let r = s.post("/feedback", "application/x-www-form-urlencoded", body.as_bytes());
+    assert_eq!(r.status, 303, "{}", r.text());
+    let to = r.header("location").unwrap().to_string();
+    assert_eq!(to, format!("/kb/{}?thanks={fix}&lang=zh#fix-{fix}", e.id));
+    let page = s.get(to.split('#').next().unwrap()).text();
+    assert!(page.contains("谢谢"), "thanks shown");
+    assert!(page.contains("1 条反馈"));
+}
+
+#[test]
+fn diagnose_api_and_page_with_an_engine() {
+    let s = TestServer::start(fake_engines());
+    let e = entry_with_fix();
+    let log = b"RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem\nmore";
+    let r = s.post("/api/v1/diagnose", "text/plain", log);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json(), fake_diagnose(log, Lang::En).unwrap(), "the API returns the engine's JSON unchanged");
+
+    let (ctype, body) = multipart(&[("log", None, log)]);
+    let page = s.post("/", &ctype, &body);
+    assert_eq!(page.status, 200, "{}", page.text());
+    let html = page.text();
+    assert!(html.contains(&format!("href=\"/kb/{}\"", e.id)), "finding links to its entry");
+    assert!(html.contains("37.22 MiB") || html.contains("39027261"), "sizes shown");
+    assert!(html.contains("vmem_limit_bytes=40894464"), "fix code shown");
+    assert!(html.contains("Empty the cache"), "dead end shown");
+    assert!(html.contains(&format!("name=\"fix\" value=\"{}\"", e.fixes[0].id)), "feedback buttons on the fix");
+    assert!(!html.contains("href=\"javascript:"), "only web URLs become links");
+
+    // An uploaded file wins over the text box; `lang` reaches the engine.
+    let (ctype, body) = multipart(&[("log", None, b""), ("file", Some("job.log"), log), ("lang", None, b"zh")]);
+    let html = s.post("/", &ctype, &body).text();
+    assert!(html.contains(&escape(&e.title.zh)));
+    let r = s.post("/api/v1/diagnose?lang=zh", "text/plain", log);
+    assert_eq!(r.json()["findings"][0]["title"], e.title.zh.as_str());
+
+    let (ctype, body) = multipart(&[("log", None, b"NOTHING-HERE")]);
+    assert!(s.post("/", &ctype, &body).text().contains("No memory failure found"));
+    let (ctype, body) = multipart(&[("log", None, b"  \n")]);
+    assert_eq!(s.post("/", &ctype, &body).status, 400);
+}
+
+#[test]
+fn hostile_logs_are_escaped() {
+    let s = TestServer::start(fake_engines());
+    let mut log = b"<script>alert('x')</script><img src=x onerror=alert(1)> \"quoted\" & ".to_vec();
+    log.extend_from_slice(&[0xff, 0xfe, 0x80, b'\n']); // invalid UTF-8
+    let (ctype, body) = multipart(&[("log", None, &log)]);
+    let r = s.post("/", &ctype, &body);
+    assert_eq!(r.status, 200);
+    let html = r.text();
+    assert!(!html.contains("<script>alert"), "raw script tag in the page");
+    assert!(!html.contains("<img src=x"), "raw img tag in the page");
+    assert!(html.contains("&lt;script&gt;alert('x')&lt;/script&gt;"));
+    assert!(html.contains('\u{FFFD}'), "invalid UTF-8 shown as replacement characters");
+
+    // One 60 KiB line: accepted and escaped as well.
+    let long = format!("<b>{}</b>", "A".repeat(60 * 1024));
+    let r = s.post("/", "application/x-www-form-urlencoded", format!("log={}", long.replace('<', "%3C").replace('>', "%3E")).as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.text().contains("&lt;b&gt;AAAA") && !r.text().contains("<b>AAAA"));
+
+    // Hostile text in error pages too.
+    let r = s.get("/kb/%3Cscript%3Ealert(1)%3C%2Fscript%3E");
+    assert_eq!(r.status, 404);
+    assert!(!r.text().contains("<script>alert") && r.text().contains("&lt;script&gt;"));
+}
+
+#[test]
+fn logs_are_stored_only_when_the_box_is_ticked() {
+    let s = TestServer::start(fake_engines());
+    let count = || -> i64 {
+        let db = rusqlite::Connection::open(s.dir.path().join("oomdoc.sqlite3")).unwrap();
+        db.query_row("SELECT COUNT(*) FROM submitted_logs", [], |r| r.get(0)).unwrap()
+    };
+    let (ctype, body) = multipart(&[("log", None, b"secret log")]);
+    assert_eq!(s.post("/", &ctype, &body).status, 200);
+    assert_eq!(s.post("/api/v1/diagnose", "text/plain", b"secret log").status, 200);
+    assert_eq!(count(), 0);
+    let (ctype, body) = multipart(&[("log", None, b"shared log"), ("store_log", None, b"1")]);
+    let page = s.post("/", &ctype, &body).text();
+    assert!(page.contains("You chose to keep this log"));
+    assert_eq!(s.post("/api/v1/diagnose?store_log=1", "text/plain", b"shared log 2").status, 200);
+    assert_eq!(count(), 2);
+    // Feedback never carries log text: the table has no column for it.
+    let db = rusqlite::Connection::open(s.dir.path().join("oomdoc.sqlite3")).unwrap();
+    let columns: Vec<String> = db
+        .prepare("SELECT name FROM pragma_table_info('feedback')").unwrap()
+        .query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+    assert_eq!(columns, ["id", "created_at", "entry", "fix", "outcome", "platform", "hardware", "version", "note"]);
+}
+
+#[test]
+fn body_limits_answer_413_with_the_limit() {
+    let s = TestServer::start_with(fake_engines(), |c| c.limits = small_limits());
+    let big = vec![b'x'; 64 * 1024 + 1];
+    let r = s.post("/api/v1/diagnose", "text/plain", &big);
+    assert_eq!(r.status, 413);
+    let msg = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(msg.contains("the log") && msg.contains("64.00 KiB"), "{msg}");
+
+    // The page answers in HTML.
+    let (ctype, body) = multipart(&[("log", None, &big)]);
+    let r = s.post("/", &ctype, &body);
+    assert_eq!(r.status, 413);
+    assert!(r.text().contains("64.00 KiB") && r.header("content-type").unwrap().starts_with("text/html"));
+
+    // A chunked body (no Content-Length) is cut off at the limit as well.
+    let mut sock = std::net::TcpStream::connect(s.addr()).unwrap();
+    use std::io::Write;
+    let head = "POST /api/v1/diagnose HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n";
+    sock.write_all(head.as_bytes()).unwrap();
+    for _ in 0..80 {
+        let _ = sock.write_all(format!("{:x}\r\n{}\r\n", 1024, "y".repeat(1024)).as_bytes());
+    }
+    let _ = sock.write_all(b"0\r\n\r\n");
+    let r = read_response(&mut sock);
+    assert_eq!(r.status, 413, "{}", r.text());
+
+    // Just under the limit is fine; feedback has its own small limit.
+    assert_eq!(s.post("/api/v1/diagnose", "text/plain", &big[..64 * 1024]).status, 200);
+    let r = s.post("/api/v1/feedback", "application/json", &vec![b' '; 5000]);
+    assert_eq!(r.status, 413);
+    assert!(r.json()["error"]["message"].as_str().unwrap().contains("4.00 KiB"));
+}
+
+#[test]
+fn a_panic_is_a_500_with_a_request_id_and_the_server_lives_on() {
+    let s = TestServer::start(fake_engines());
+    let r = s.post("/api/v1/diagnose", "text/plain", b"PANIC-NOW");
+    assert_eq!(r.status, 500);
+    let j = r.json();
+    assert_eq!(j["error"]["request_id"], r.header("x-request-id").unwrap());
+    assert!(!r.text().contains("on purpose"), "panic text stays in the server log");
+    let (ctype, body) = multipart(&[("log", None, b"PANIC-NOW")]);
+    let page = s.post("/", &ctype, &body);
+    assert_eq!(page.status, 500);
+    assert!(page.text().contains(page.header("x-request-id").unwrap()));
+    assert_eq!(s.get("/healthz").status, 200);
+}
+
+#[test]
+fn slow_requests_time_out() {
+    let s = TestServer::start_with(fake_engines(), |c| c.request_timeout = std::time::Duration::from_secs(1));
+    let started = std::time::Instant::now();
+    let r = s.post("/api/v1/diagnose", "text/plain", b"SLEEP-NOW");
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(started.elapsed() < std::time::Duration::from_millis(2500));
+    assert!(r.json()["error"]["message"].as_str().unwrap().contains("time limit"));
+}
+
+#[test]
+fn unknown_routes_and_methods() {
+    let s = TestServer::start(Engines::default());
+    let r = s.get("/api/v1/nope");
+    assert_eq!(r.status, 404);
+    assert_eq!(r.json()["error"]["status"], 404);
+    let r = s.get("/nope");
+    assert_eq!(r.status, 404);
+    assert!(r.header("content-type").unwrap().starts_with("text/html"));
+    let r = s.get("/api/v1/feedback");
+    assert_eq!(r.status, 405);
+    assert!(r.header("allow").unwrap().contains("POST"));
+}
+
+#[test]
+fn engines_not_in_this_build_answer_501() {
+    let s = TestServer::start(Engines::default());
+    let probe = Engines::default();
+    if let Err(EngineError::Unavailable(_)) = (probe.diagnose)(b"", Lang::En) {
+        let r = s.post("/api/v1/diagnose", "text/plain", b"RESOURCE_EXHAUSTED");
+        assert_eq!(r.status, 501);
+        assert!(r.json()["error"]["message"].as_str().unwrap().contains("not in this build"));
+    }
+    let plan = PlanInput { kind: "pallas".into(), spec: String::new(), chip: None };
+    if let Err(EngineError::Unavailable(_)) = (probe.plan)(&plan) {
+        let r = s.post_json("/api/v1/plan", &json!({ "kind": "pallas", "spec": "x" }));
+        assert_eq!(r.status, 501);
+        let r = s.post("/plan", "application/x-www-form-urlencoded", b"kind=pallas&spec=x&chip=");
+        assert_eq!(r.status, 501);
+    }
+    if let Err(EngineError::Unavailable(_)) = (probe.memory)(Path::new("/nonexistent")) {
+        let (ctype, body) = multipart(&[("dump", Some("module.txt"), b"HloModule m")]);
+        let r = s.post("/api/v1/memory", &ctype, &body);
+        assert_eq!(r.status, 501);
+    }
+}
+
+/// Stands in for the memory viewer: lists the files it was given.
+fn fake_memory(dir: &Path) -> Result<MemoryReport, EngineError> {
+    let mut files = Vec::new();
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            if e.path().is_dir() {
+                walk(base, &e.path(), out);
+            } else {
+                out.push(e.path().strip_prefix(base).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    walk(dir, dir, &mut files);
+    files.sort();
+    Ok(MemoryReport { json: json!({ "files": files }), html: "<!doctype html><title>memory</title>".into() })
+}
+
+#[test]
+fn dumps_upload_as_files_zip_or_tar_gz() {
+    let s = TestServer::start_with(Engines { memory: fake_memory, ..Engines::default() }, |c| c.limits = small_limits());
+    let (ctype, body) = multipart(&[("dump", Some("a.txt"), b"A"), ("dump", Some("../../b.txt"), b"B")]);
+    let r = s.post("/api/v1/memory", &ctype, &body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["files"], json!(["a.txt", "b.txt"]));
+
+    // A zip of a dump directory, with an entry trying to escape it.
+    let mut zip_bytes = std::io::Cursor::new(Vec::new());
+    {
+        let mut z = zip::ZipWriter::new(&mut zip_bytes);
+        let opts = zip::write::SimpleFileOptions::default();
+        z.start_file("dump/module_0001.txt", opts).unwrap();
+        std::io::Write::write_all(&mut z, b"HloModule m").unwrap();
+        z.start_file("dump/sub/buffer-assignment.txt", opts).unwrap();
+        std::io::Write::write_all(&mut z, b"allocation").unwrap();
+        z.start_file("../escape.txt", opts).unwrap();
+        z.finish().unwrap();
+    }
+    let (ctype, body) = multipart(&[("dump", Some("dump.zip"), zip_bytes.get_ref())]);
+    let r = s.post("/api/v1/memory", &ctype, &body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["files"], json!(["module_0001.txt", "sub/buffer-assignment.txt"]));
+
+    let mut tar_gz = Vec::new();
+    {
+        let gz = flate2::write::GzEncoder::new(&mut tar_gz, flate2::Compression::fast());
+        let mut t = tar::Builder::new(gz);
+        let mut h = tar::Header::new_gnu();
+        h.set_size(3);
+        h.set_mode(0o644);
+        t.append_data(&mut h, "d/x.pb", &b"abc"[..]).unwrap();
+        t.into_inner().unwrap().finish().unwrap();
+    }
+    let (ctype, body) = multipart(&[("dump", Some("dump.tar.gz"), &tar_gz)]);
+    let r = s.post("/memory", &ctype, &body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.text().contains("<title>memory</title>"), "the memory viewer's own HTML");
+
+    // A zip bomb is stopped at the dump limit.
+    let mut bomb = std::io::Cursor::new(Vec::new());
+    {
+        let mut z = zip::ZipWriter::new(&mut bomb);
+        z.start_file("big.bin", zip::write::SimpleFileOptions::default()).unwrap();
+        std::io::Write::write_all(&mut z, &vec![0u8; 1024 * 1024]).unwrap();
+        z.finish().unwrap();
+    }
+    let (ctype, body) = multipart(&[("dump", Some("bomb.zip"), bomb.get_ref())]);
+    let r = s.post("/api/v1/memory", &ctype, &body);
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert!(r.json()["error"]["message"].as_str().unwrap().contains("unpacked dump"));
+}
+
+#[test]
+fn openapi_documents_every_api_route() {
+    let s = TestServer::start(Engines::default());
+    let doc = s.get("/api/v1/openapi.json").json();
+    assert_eq!(doc["openapi"], "3.1.0");
+    let paths = doc["paths"].as_object().unwrap();
+    for p in [
+        "/api/v1/diagnose",
+        "/api/v1/kb",
+        "/api/v1/kb/{id}",
+        "/api/v1/kb/{id}/outcomes",
+        "/api/v1/memory",
+        "/api/v1/plan",
+        "/api/v1/feedback",
+        "/api/v1/openapi.json",
+        "/healthz",
+    ] {
+        assert!(paths.contains_key(p), "{p} is not documented");
+    }
+    // Every $ref resolves.
+    let text = doc.to_string();
+    for r in text.split("\"$ref\":\"").skip(1) {
+        let target = r.split('"').next().unwrap();
+        let pointer = target.trim_start_matches('#');
+        assert!(doc.pointer(pointer).is_some(), "dangling $ref {target}");
+    }
+}
+
+#[test]
+fn static_assets_and_security_headers() {
+    let s = TestServer::start(Engines::default());
+    let css = s.get("/static/oomdoc.css");
+    assert_eq!(css.status, 200);
+    assert!(css.header("content-type").unwrap().starts_with("text/css"));
+    let js = s.get("/static/oomdoc.js");
+    assert!(js.header("content-type").unwrap().starts_with("text/javascript"));
+    let home = s.get("/");
+    assert_eq!(home.status, 200);
+    assert!(home.text().contains("name=\"store_log\""));
+    assert_eq!(home.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(home.header("x-frame-options"), Some("DENY"));
+    // A proxy's request id is kept.
+    let r = request(s.addr(), "GET", "/healthz", &[("X-Request-Id", "proxy-123")], b"");
+    assert_eq!(r.header("x-request-id"), Some("proxy-123"));
+    let r = request(s.addr(), "GET", "/healthz", &[("X-Request-Id", "<bad id>")], b"");
+    assert_ne!(r.header("x-request-id"), Some("<bad id>"));
+}
