@@ -40,6 +40,8 @@ pub struct DumpModule {
     pub program_id: Option<u64>,
     /// File-name prefix shared by the module's files.
     pub prefix: String,
+    /// Directory holding the files.
+    pub dir: PathBuf,
     pub files: ModuleFiles,
     /// The user pointed at one kind of file: analyse that one.
     pub preference: SourcePreference,
@@ -205,9 +207,9 @@ pub fn load_dump_paths(paths: &[PathBuf]) -> Result<Dump, MemoryError> {
     let mut modules: Vec<DumpModule> = by_prefix
         .into_iter()
         .filter(|(_, (f, _))| f.buffer_assignment.is_some() || f.hlo_proto.is_some() || f.compressed_proto.is_some())
-        .map(|((_, prefix), (files, preference))| {
+        .map(|((dir, prefix), (files, preference))| {
             let (name, program_id) = parse_prefix(&prefix);
-            DumpModule { name, program_id, prefix, files, preference }
+            DumpModule { name, program_id, prefix, dir, files, preference }
         })
         .collect();
     if modules.is_empty() {
@@ -268,7 +270,12 @@ impl Dump {
             match exact.len() {
                 0 => continue,
                 1 => return Ok(exact[0]),
-                _ => return Err(MemoryError::AmbiguousModule { hint: hint.to_string(), candidates: exact.iter().map(|m| m.label()).collect() }),
+                _ => {
+                    return Err(MemoryError::AmbiguousModule {
+                        hint: hint.to_string(),
+                        candidates: exact.iter().map(|m| format!("{} in {}", m.label(), m.dir.join(&m.prefix).display())).collect(),
+                    })
+                }
             }
         }
         Err(MemoryError::ModuleNotFound { hint: hint.to_string(), available: self.modules.iter().map(|m| m.label()).collect() })

@@ -30,7 +30,7 @@ pub enum MemoryError {
     #[error("no module matches `{hint}`; modules in the dump: {}", available.join(", "))]
     ModuleNotFound { hint: String, available: Vec<String> },
 
-    #[error("`{hint}` matches several modules: {}; pass the program id or the full name", candidates.join(", "))]
+    #[error("`{hint}` matches several modules: {}; pass the program id, the full name, or one of the module's files", candidates.join(", "))]
     AmbiguousModule { hint: String, candidates: Vec<String> },
 }
 
