@@ -205,12 +205,7 @@ pub fn sweep_schedule(m: &ModuleData, sequence: &[String], max: u64, ranges: &[O
     let mut live: Vec<(u64, u64, usize)> = Vec::new();
     if peak > 0 {
         for members in groups.values() {
-            // The buffer shown for an offset: the largest live one, then the earliest, then the lowest id.
-            let best = members
-                .iter()
-                .filter(|&&(s, e, _)| s <= t && t <= e)
-                .max_by(|a, b| m.buffers[a.2].size.cmp(&m.buffers[b.2].size).then(b.0.cmp(&a.0)).then(m.buffers[b.2].id.cmp(&m.buffers[a.2].id)));
-            if let Some(&x) = best {
+            if let Some(x) = shown_at(members, t, |i| (m.buffers[i].size, m.buffers[i].id)) {
                 live.push(x);
             }
         }
@@ -224,6 +219,30 @@ pub fn sweep_schedule(m: &ModuleData, sequence: &[String], max: u64, ranges: &[O
         peak_unpadded_bytes: peak_u,
         live_at_peak: live.into_iter().map(|x| x.2).collect(),
     }
+}
+
+/// The value XProf would show for one offset at time `t`. Values that share memory
+/// (while-loop phis, in-place updates) have the same size and touching or overlapping
+/// ranges; the heap simulator keeps the first of such a run as the canonical buffer, so
+/// the run's first value is shown, not the one whose own range covers `t`. Among runs
+/// live at `t`, the largest wins (it is the one the per-offset maximum counted).
+fn shown_at(members: &[(u64, u64, usize)], t: u64, key: impl Fn(usize) -> (u64, u64)) -> Option<(u64, u64, usize)> {
+    let mut sorted = members.to_vec();
+    sorted.sort_by_key(|&(s, e, i)| (s, std::cmp::Reverse(key(i).0), key(i).1, e));
+    // Runs: (first member, end of run, covers t)
+    let mut runs: Vec<((u64, u64, usize), u64, bool)> = Vec::new();
+    for &x in &sorted {
+        let covers = x.0 <= t && t <= x.1;
+        let size = key(x.2).0;
+        match runs.iter_mut().rev().find(|r| key(r.0 .2).0 == size && x.0 <= r.1.saturating_add(1)) {
+            Some(run) => {
+                run.1 = run.1.max(x.1);
+                run.2 |= covers;
+            }
+            None => runs.push((x, x.1, covers)),
+        }
+    }
+    runs.into_iter().filter(|r| r.2).max_by(|a, b| key(a.0 .2).0.cmp(&key(b.0 .2).0).then(b.0 .0.cmp(&a.0 .0))).map(|r| r.0)
 }
 
 fn add_interval(delta: &mut [i64], s: u64, e: u64, w: i64) {

@@ -35,8 +35,10 @@ fn analyze(program: &str, source: SourcePreference) -> ModuleReport {
 fn check(program: &str, source: SourcePreference) {
     let (xprof, ma) = golden(program);
     let r = analyze(program, source);
-    let ctx = format!("{program} via {source:?}");
+    check_report(&r, &xprof, &ma, &format!("{program} via {source:?}"));
+}
 
+fn check_report(r: &ModuleReport, xprof: &Value, ma: &Value, ctx: &str) {
     assert_eq!(r.name, xprof["moduleName"].as_str().unwrap(), "{ctx}");
     assert_eq!(r.peak_bytes, bytes(&xprof["peakHeapMib"]), "{ctx}: peak");
     assert_eq!(r.peak_unpadded_bytes, bytes(&xprof["peakUnpaddedHeapMib"]), "{ctx}: unpadded peak");
@@ -84,17 +86,27 @@ fn check(program: &str, source: SourcePreference) {
 /// The HloProto path reproduces XProf's whole timeline, event by event.
 fn check_timeline(program: &str) {
     let (xprof, _) = golden(program);
-    let r = analyze(program, SourcePreference::Proto);
+    check_report_timeline(&analyze(program, SourcePreference::Proto), &xprof, program);
+}
+
+fn check_report_timeline(r: &ModuleReport, xprof: &Value, program: &str) {
+    // proto3 JSON omits empty lists: a module without temporaries has no timeline.
+    let empty = Vec::new();
+    let list = |k: &str| xprof.get(k).and_then(Value::as_array).unwrap_or(&empty).clone();
+    if list("heapSizes").is_empty() {
+        assert!(r.timeline.is_empty(), "{program}");
+        return;
+    }
     assert_eq!(r.peak_position, xprof["peakHeapSizePosition"].as_u64().unwrap_or(0), "{program}");
-    let heap: Vec<u64> = xprof["heapSizes"].as_array().unwrap().iter().map(bytes).collect();
-    let names: Vec<&str> = xprof["hloInstructionNames"].as_array().unwrap().iter().map(|v| v.as_str().unwrap_or("")).collect();
+    let heap: Vec<u64> = list("heapSizes").iter().map(bytes).collect();
+    let names: Vec<String> = list("hloInstructionNames").iter().map(|v| v.as_str().unwrap_or("").to_string()).collect();
     assert_eq!(r.timeline.len() + 1, heap.len(), "{program}");
     for (i, p) in r.timeline.iter().enumerate() {
         assert_eq!(p.bytes, heap[i + 1], "{program}: after event {i}");
         assert_eq!(p.instruction, names[i], "{program}: event {i}");
     }
     assert_eq!(r.timeline[r.peak_position as usize].bytes, r.peak_bytes);
-    assert_eq!(r.peak_instruction, names[r.peak_position as usize]);
+    assert_eq!(r.peak_instruction, names[r.peak_position as usize], "{program}");
 }
 
 #[test]
@@ -128,4 +140,31 @@ fn xprof_profile_directory() {
     assert_eq!(dump.modules[0].program_id, Some(34));
     let r = dump.modules[0].analyze(SourcePreference::Auto).unwrap();
     assert_eq!(r.peak_bytes, bytes(&xprof["peakHeapMib"]));
+}
+
+/// Dumps made by `fixtures-gen/gen.py` (scan + fori_loop, remat in bf16, several modules
+/// in one directory): every module against its own XProf output and memory_analysis().
+#[test]
+fn generated_fixtures_match_xprof() {
+    let mut checked = 0;
+    for entry in std::fs::read_dir(fixtures().join("gen")).unwrap().flatten() {
+        let dir = entry.path();
+        let dump = load_dump(&dir).unwrap();
+        for m in &dump.modules {
+            let read = |kind: &str| -> Value {
+                let p = dir.join("golden").join(format!("{kind}.{}.json", m.prefix.rsplit_once('.').unwrap().0));
+                serde_json::from_str(&std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
+            };
+            let (xprof, ma) = (read("xprof_memory_viewer"), read("memory_analysis"));
+            for source in [SourcePreference::Text, SourcePreference::Proto] {
+                let r = m.analyze(source).unwrap_or_else(|e| panic!("{}: {e}", m.prefix));
+                check_report(&r, &xprof, &ma, &format!("{} via {source:?}", m.prefix));
+                if source == SourcePreference::Proto {
+                    check_report_timeline(&r, &xprof, &m.prefix);
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 5, "only {checked} generated modules found");
 }
