@@ -55,9 +55,14 @@ fn prefix_re() -> &'static Regex {
             // vLLM logger: "ERROR 06-03 07:41:11 [core.py:1184] " / "ERROR 11-18 18:07:28 engine.py:366] "
             r"|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+(?:\[[^\]\s]*\]|[\w.\-]+:\d+\])\s?",
             // absl/TF: "2019-06-08 03:44:36.084180: E external/.../cuda_driver.cc:828] "
-            r"|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?:?\s+(?:[IWEF]\s+[\w./\-]+:\d+\]\s?)?",
+            r"|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?:?\s+(?:[IWEF]\s+(?:\d+\s+)?[\w./\\:\-]+:\d+\]\s?)?",
             // glog: "E0528 07:02:44.350251   27487 file.cc:123] "
-            r"|[IWEF]\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w./\-]+:\d+\]\s?",
+            r"|[IWEF]\d{4}\s+\d\d:\d\d:\d+\.\d+\s+\d+\s+[\w./\-]+:\d+\]\s?",
+            // kernel ring buffer: "[2059991.491542] ", dmesg -T: "[Sun Mar 30 08:24:00 2025] "
+            r"|\[\s*\d+\.\d+\]\s",
+            r"|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s",
+            // syslog: "Aug 18 03:19:11 host kernel: "
+            r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.\-]+ kernel:\s",
             // "[16:10:33] stdout/INFO  "
             r"|\[\d\d:\d\d:\d\d(?:\.\d+)?\]\s+[\w/]+\s+",
             // "[2024-05-01 10:00:00,123] [ERROR] " / "[2024-05-01T10:00:00Z] "
@@ -66,6 +71,8 @@ fn prefix_re() -> &'static Regex {
             r"|[\w.\-]+\s+\|\s",
             // mpirun/pdsh rank tags: "[1] ", "[1,0]<stderr>:" handled above
             r"|\[\d+\]\s",
+            // Markdown quotes of a pasted log: "> "
+            r"|>\s?",
             r")",
         ))
         .expect("prefix regex")
@@ -115,11 +122,22 @@ fn strip_ansi(s: &str) -> String {
     out
 }
 
+/// Colour codes whose ESC byte was lost in a paste (`[2m[36m(Worker pid=1)[0m`).
+fn strip_orphan_sgr(s: &str) -> String {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    if !s.contains('[') || !s.contains('m') {
+        return s.to_string();
+    }
+    let re = RE.get_or_init(|| Regex::new(r"\[(?:\d{1,3};)*\d{1,3}m").expect("sgr regex"));
+    re.replace_all(s, "").into_owned()
+}
+
 /// Clean one raw line.
 pub fn clean_line(line_no: u64, raw: &[u8]) -> CleanLine {
     let s = String::from_utf8_lossy(raw);
     let s = s.trim_end_matches(['\r', '\n']);
     let s = strip_ansi(s);
+    let s = strip_orphan_sgr(&s);
     let s = s.replace('\r', "");
     let raw_len = s.chars().count();
     let mut text: &str = &s;

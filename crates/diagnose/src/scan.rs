@@ -19,7 +19,7 @@ const CHUNK: usize = 4 << 20;
 /// A single line longer than this is cut (the rest of it is still scanned as its own line).
 const MAX_LINE: usize = 1 << 20;
 /// Lines kept before a trigger line.
-const LINES_BEFORE: usize = 3;
+const LINES_BEFORE: usize = 6;
 /// A block closes after this many lines without a trigger or report word.
 const QUIET_LINES: u32 = 10;
 /// Hard bounds on one block.
@@ -114,6 +114,28 @@ pub const START_TRIGGERS: &[&str] = &[
     "Tensor which is moved to host",
     "KV cache",
     "cache blocks",
+    "Tried to allocate",
+    "total capacity;",
+    "reserved in total by PyTorch",
+    "It should not be possible to run out of",
+    "Allocation type:",
+    "Extra memory due to padding",
+    "BufferAssignment stats",
+    "from device:",
+    "CUBLAS_STATUS_NOT_INITIALIZED",
+    "Available KV cache memory: -",
+    "stored in KV cache",
+    "Free memory on device",
+    "on startup is less than desired",
+    "code 137",
+    "status 137",
+    "killed by signal",
+    "Cannot allocate memory",
+    "died due to signal 9",
+    "Killed signal terminated program",
+    "oom_kill",
+    "error 2 out of memory",
+    "would exceed allowed memory",
 ];
 
 const EXTEND_WORDS: &[&str] = &[
@@ -456,7 +478,7 @@ mod tests {
         let b = blocks(&text);
         assert_eq!(b.len(), 1);
         let first = &b[0].lines[0];
-        assert_eq!(first.0, 101);
+        assert_eq!(first.0, 103 - LINES_BEFORE as u64);
         assert!(b[0].lines.iter().any(|l| l.0 == 103 && l.1.starts_with(b"RuntimeError")));
     }
 

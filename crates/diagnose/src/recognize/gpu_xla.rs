@@ -10,17 +10,19 @@ use crate::grammar;
 use oomdoc_kb::{Phase, Platform};
 
 grammar!(oom_alloc, r"Out of (?P<host>host )?memory while trying to allocate\s+(?P<req>{SZ})");
-grammar!(ba_stat, r"(?m)^\s*(?P<k>parameter|constant|maybe_live_out|preallocated temp|total) allocation:\s+(?P<v>{SZ})");
-grammar!(ba_frag, r"(?m)^\s*(?P<k>preallocated temp|total) fragmentation:\s+(?P<v>{SZ})");
-grammar!(peak_buffer, r"(?m)^\s*Buffer (?P<i>\d+):\s*$");
+grammar!(ba_stat, r"(?P<k>parameter|constant|maybe_live_out|preallocated temp|total) allocation:\s+(?P<v>{SZ})");
+grammar!(ba_frag, r"(?P<k>preallocated temp|total) fragmentation:\s+(?P<v>{SZ})");
+grammar!(tf_total_mem, r"Total memory:\s*(?P<v>{SZ})");
+grammar!(tf_free_mem, r"Free memory:\s*(?P<v>{SZ})");
+grammar!(peak_buffer, r"Buffer (?P<i>\d+):[ \t]*(?:\n|$)");
 grammar!(failed_request, r"Failed to allocate request for\s+(?P<h>{SZ})\s+\((?P<b>\d+)B\)\s+on device ordinal\s+(?P<ord>\d+)");
 grammar!(bfc_head, r"Allocator \((?P<name>[\w\-]+)\) ran out of memory trying to allocate\s+(?P<req>{SZ})(?:\s+\(rounded to (?P<rounded>\d+)\))?(?:\s*from the \w+ end)?");
 grammar!(bfc_stat, r"(?m)^\s*(?P<k>Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize|Reserved|PeakReserved|LargestFreeBlock):\s+(?P<v>{SZ})\s*$");
 grammar!(bfc_sum, r"Sum Total of in-use chunks:\s+(?P<v>{SZ})");
 grammar!(bfc_op, r"requested by op\s*(?P<op>[^\s\n]*)");
-grammar!(driver, r"failed to allocate\s+(?P<h>{SZ})\s+\((?P<b>\d+) bytes\) from device:\s*(?P<err>CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory|hipErrorOutOfMemory)");
+grammar!(driver, r"failed to allocate\s+(?P<h>{SZ})(?:\s+\((?P<b>\d+) bytes\))?\s+from device:\s*(?P<err>CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory|hipErrorOutOfMemory|hipError_t\(1002\))");
 grammar!(cubin, r"Failed to load in-memory CUBIN[^\n]{0,200}?CUDA_ERROR_OUT_OF_MEMORY");
-grammar!(bare_cuda_oom, r"CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory");
+grammar!(bare_cuda_oom, r"CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory|\bhipErrorOutOfMemory\b");
 grammar!(masked, r"CUDNN_STATUS_(?:EXECUTION_FAILED|INTERNAL_ERROR|ALLOC_FAILED|NOT_INITIALIZED)|Failed to determine best cudnn convolution algorithm|cudaErrorMemoryAllocation");
 grammar!(cudnn_input, r"custom-call\((?P<shape>[a-z0-9]+\[[0-9,]*\])");
 grammar!(remat, r"Can't reduce memory use below\s+(?P<limit>{SZ})(?:\s+\((?P<limitb>\d+) bytes\))?\s+by rematerialization;\s+only reduced to\s+(?P<used>{SZ})(?:\s+\((?P<usedb>\d+) bytes\))?");
@@ -57,6 +59,17 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             }
             hits.push(h);
         }
+    }
+    // The report pasted without the allocator line above it.
+    if !has(t, "memory while trying to allocate") && (has(t, "BufferAssignment stats:") || has(t, "BufferAssignment OOM Debugging")) {
+        let at = t.find("BufferAssignment OOM Debugging").or_else(|| t.find("BufferAssignment stats:")).unwrap_or(0);
+        let mut h = Hit::new("xla-gpu.out-of-memory", at, at + 23);
+        h.platform = Some(platform);
+        h.phase = Some(Phase::Runtime);
+        h.space("device");
+        h.priority = 30;
+        buffer_assignment_report(t, at, &mut h);
+        hits.push(h);
     }
     if has(t, "Failed to allocate request") {
         for c in failed_request().captures_iter(t) {
@@ -120,10 +133,21 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         for c in driver().captures_iter(t) {
             let m = c.get(0).unwrap();
             let mut h = Hit::new("cuda.driver-oom", m.start(), m.end());
-            let b: u64 = c["b"].parse().unwrap_or(0);
-            h.bytes(SizeKey::Requested, b, format!("{} ({} bytes)", &c["h"], &c["b"]));
+            match c.name("b").and_then(|b| b.as_str().parse::<u64>().ok()) {
+                Some(b) => h.bytes(SizeKey::Requested, b, format!("{} ({} bytes)", &c["h"], b)),
+                None => h.size(SizeKey::Requested, &c["h"]),
+            };
             h.detail("driver_error", c["err"].to_string());
             h.platform = Some(if c["err"].starts_with("CUDA") { Platform::Cuda } else { Platform::Rocm });
+            // TensorFlow prints the device's memory when it creates it, just before.
+            let before = &t[m.start().saturating_sub(2000)..m.start()];
+            let before = before.get(before.len().saturating_sub(1600)..).unwrap_or(before);
+            if let Some(tm) = tf_total_mem().captures(before) {
+                h.size(SizeKey::Total, &tm["v"]);
+            }
+            if let Some(fm) = tf_free_mem().captures(before) {
+                h.size(SizeKey::Free, &fm["v"]);
+            }
             h.phase = Some(Phase::Runtime);
             h.space("device");
             h.priority = 14;

@@ -23,7 +23,40 @@ pub const SZ: &str = r"[0-9][0-9,]*(?:\.[0-9]+)?(?:\s?(?:[KMGTPE]i?B|[KMGTPE]|B|
 
 /// Compile a grammar, substituting `{SZ}` for the size pattern.
 pub fn re(pattern: &str) -> Regex {
-    Regex::new(&pattern.replace("{SZ}", SZ)).unwrap_or_else(|e| panic!("bad recognizer regex {pattern}: {e}"))
+    let expanded = flexible_spaces(&pattern.replace("{SZ}", SZ));
+    Regex::new(&expanded).unwrap_or_else(|e| panic!("bad recognizer regex {pattern}: {e}"))
+}
+
+/// Messages get wrapped and re-spaced by terminals and pastes, so a literal space in
+/// a grammar matches any run of whitespace, newlines included (outside `[...]`).
+fn flexible_spaces(p: &str) -> String {
+    let mut out = String::with_capacity(p.len() + 16);
+    let mut in_class = false;
+    let mut escaped = false;
+    for ch in p.chars() {
+        if escaped {
+            out.push(ch);
+            escaped = false;
+            continue;
+        }
+        match ch {
+            '\\' => {
+                escaped = true;
+                out.push(ch);
+            }
+            '[' if !in_class => {
+                in_class = true;
+                out.push(ch);
+            }
+            ']' if in_class => {
+                in_class = false;
+                out.push(ch);
+            }
+            ' ' if !in_class => out.push_str(r"\s+"),
+            _ => out.push(ch),
+        }
+    }
+    out
 }
 
 /// Lazily compiled regex.
@@ -157,7 +190,13 @@ fn resolve_overlaps(mut hits: Vec<Hit>) -> Vec<Hit> {
     hits.sort_by_key(|h| (h.priority, std::cmp::Reverse(h.end - h.start), h.start));
     let mut kept: Vec<Hit> = Vec::new();
     for h in hits {
-        if !kept.iter().any(|k| k.overlaps(&h)) {
+        // A weak, number-less hit of the same failure as a stronger one in this block
+        // (the OOM killer's constraint line next to its "Killed process" line) adds nothing.
+        let weak_duplicate = h.priority >= 30
+            && h.sizes.is_empty()
+            && h.code_in_log.is_none()
+            && kept.iter().any(|k| k.id == h.id && k.priority < h.priority && (k.start.abs_diff(h.end) < 2000 || h.start.abs_diff(k.end) < 2000));
+        if !weak_duplicate && !kept.iter().any(|k| k.overlaps(&h)) {
             kept.push(h);
         }
     }

@@ -9,26 +9,69 @@ use crate::finding::SizeKey;
 use crate::grammar;
 use oomdoc_kb::{Phase, Platform};
 
-grammar!(anchor, r"(?P<dev>CUDA|HIP|XPU|MTIA|NPU)? ?out of memory\.\s*Tried to allocate\s+(?P<req>{SZ})");
+grammar!(anchor, r"(?:(?P<dev>CUDA|HIP|XPU|MTIA|NPU) out of memory\.\s*|out of memory\.\s*)?Tried to allocate\s+(?P<req>{SZ})");
+grammar!(paren_fragment, r"\(GPU (?P<i>\d+); (?P<total>{SZ}) total capacity; (?P<alloc>{SZ}) already allocated; (?P<free>{SZ}) free;(?: (?P<allowed>{SZ}) allowed;)? (?:(?P<res>{SZ}) reserved in total by PyTorch|(?P<cached>{SZ}) cached)\)");
+grammar!(exceed_allowed, r"Allocation on device (?P<i>\d+) would exceed allowed memory");
+grammar!(cuda_error2, r"(?i)cuda\w*(?: \w+){0,3} (?:failed )?with error 2 out of memory");
 grammar!(gpu_index, r"\(GPU (?P<i>\d+);|GPU (?P<j>\d+) has a total capac");
 grammar!(total, r"(?P<v>{SZ}) total capacity|total capac(?:i)?ty of\s+(?P<w>{SZ})");
 grammar!(allocated, r"(?P<v>{SZ}) already allocated|Of the allocated memory\s+(?P<w>{SZ})\s+is allocated by PyTorch");
 grammar!(free, r"(?P<v>{SZ}) free[;)]|of which\s+(?P<w>{SZ})\s+is free");
-grammar!(reserved, r"(?P<v>{SZ}) reserved in total by PyTorch|(?P<c>{SZ}) cached\)");
+grammar!(reserved, r"(?P<v>{SZ}) reserved in total by PyTorch");
+grammar!(cached, r"(?P<v>{SZ}) cached\)");
 grammar!(reserved_unalloc, r"(?P<v>{SZ})\s+is reserved by PyTorch but unallocated");
 grammar!(process_total, r"this process has\s+(?P<v>{SZ})\s+memory in use");
 grammar!(process_line, r"Process\s+(?P<pid>\d+)\s+has\s+(?P<v>{SZ})\s+memory in use");
 grammar!(allowed, r"(?P<v>{SZ})\s+allowed;");
 grammar!(private_pools, r"with\s+(?P<v>{SZ})\s+allocated in private pools");
 grammar!(mps, r"MPS backend out of memory \(MPS allocated:\s*(?P<a>{SZ}),\s*other allocations:\s*(?P<o>{SZ}),\s*max allowed:\s*(?P<m>{SZ})\)\.?(?:\s*Tried to allocate\s+(?P<req>{SZ})(?:\s+on\s+(?P<pool>\w+)\s+pool)?)?");
-grammar!(cuda_error, r"(?P<dev>CUDA|HIP) error:\s*out of memory");
+grammar!(cuda_error, r"(?P<dev>CUDA|HIP) error:\s*out of memory|(?P<dev2>cudaMalloc|hipMalloc)(?:Async|Managed)? failed:? out of memory|(?P<dev3>CUDA|HIP): out of memory");
 grammar!(thc, r"THCudaCheck FAIL file=(?P<file>\S+) line=(?P<line>\d+) error=2 : out of memory");
 grammar!(cuda_runtime_error, r"cuda runtime error \(2\) : out of memory(?: at (?P<loc>\S+))?");
-grammar!(alloc_failed, r"(?P<lib>CUBLAS|HIPBLAS|CUBLASLT|ROCBLAS|CUSOLVER|CUSPARSE|CUFFT)_STATUS_ALLOC_FAILED(?: when calling `?(?P<call>[\w:]+\([^)]*\))`?)?");
+grammar!(alloc_failed, r"(?P<lib>CUBLAS|HIPBLAS|CUBLASLT|ROCBLAS|CUSOLVER|CUSPARSE|CUFFT)_STATUS_(?P<st>ALLOC_FAILED|NOT_INITIALIZED)(?: when calling `?(?P<call>[\w:]+\([^)]*\))`?)?");
 
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     if has(t, "Tried to allocate") {
         allocator(t, hits);
+    }
+    if has(t, "total capacity;") {
+        for c in paren_fragment().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("pytorch.cuda-oom", m.start(), m.end());
+            h.cap_size(SizeKey::Total, &c, "total").cap_size(SizeKey::Allocated, &c, "alloc").cap_size(SizeKey::Free, &c, "free");
+            h.cap_size(SizeKey::Reserved, &c, "res").cap_size(SizeKey::ReservedUnallocated, &c, "cached").cap_size(SizeKey::Limit, &c, "allowed");
+            h.culprit.device = Some(format!("GPU {}", &c["i"]));
+            h.platform = Some(Platform::Cuda);
+            h.phase = Some(Phase::Runtime);
+            h.space("device");
+            h.flag("legacy_message").flag("framework_pytorch");
+            h.priority = 25;
+            hits.push(h);
+        }
+    }
+    if has(t, "would exceed allowed memory") {
+        for c in exceed_allowed().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("pytorch.cuda-oom", m.start(), m.end());
+            h.culprit.device = Some(format!("GPU {}", &c["i"]));
+            h.platform = Some(Platform::Cuda);
+            h.phase = Some(Phase::Runtime);
+            h.space("device");
+            h.flag("memory_fraction_cap").flag("framework_pytorch");
+            h.priority = 10;
+            hits.push(h);
+        }
+    }
+    if has(t, "error 2 out of memory") {
+        for m in cuda_error2().find_iter(t) {
+            let mut h = Hit::new("cuda.error-out-of-memory", m.start(), m.end());
+            h.detail("cuda_error_code", 2);
+            h.platform = Some(Platform::Cuda);
+            h.phase = Some(Phase::Runtime);
+            h.space("device");
+            h.priority = 22;
+            hits.push(h);
+        }
     }
     if has(t, "MPS backend out of memory") {
         for c in mps().captures_iter(t) {
@@ -57,7 +100,8 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         for c in cuda_error().captures_iter(t) {
             let m = c.get(0).unwrap();
             let mut h = Hit::new("cuda.error-out-of-memory", m.start(), m.end());
-            h.platform = Some(if &c["dev"] == "HIP" { Platform::Rocm } else { Platform::Cuda });
+            let dev = c.name("dev").or(c.name("dev2")).or(c.name("dev3")).map_or("CUDA", |d| d.as_str());
+            h.platform = Some(if dev.starts_with("HIP") || dev.starts_with("hip") { Platform::Rocm } else { Platform::Cuda });
             h.phase = Some(Phase::Runtime);
             h.space("device");
             h.priority = 20;
@@ -83,7 +127,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
-    if has(t, "_ALLOC_FAILED") {
+    if has(t, "_ALLOC_FAILED") || has(t, "_NOT_INITIALIZED") {
         for c in alloc_failed().captures_iter(t) {
             let m = c.get(0).unwrap();
             let mut h = Hit::new("cuda.cublas-alloc-failed", m.start(), m.end());
@@ -91,7 +135,11 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.platform = Some(if lib.starts_with("HIP") || lib.starts_with("ROC") { Platform::Rocm } else { Platform::Cuda });
             h.phase = Some(Phase::Runtime);
             h.space("device");
-            h.detail("library_status", format!("{lib}_STATUS_ALLOC_FAILED"));
+            h.detail("library_status", format!("{lib}_STATUS_{}", &c["st"]));
+            if &c["st"] == "NOT_INITIALIZED" {
+                // cuBLAS reports a failed workspace allocation at handle creation this way.
+                h.confidence = crate::finding::Confidence::Likely;
+            }
             if let Some(call) = c.name("call") {
                 h.culprit.op = Some(call.as_str().to_string());
             }
@@ -121,7 +169,7 @@ fn allocator(t: &str, hits: &mut Vec<Hit>) {
         let body = window(body, 0, 3000);
         let dev = c.name("dev").map_or("CUDA", |d| d.as_str());
         // Without a device word it must at least look like the allocator (sizes in parentheses or sentences).
-        if c.name("dev").is_none() && !(body.contains("total capac") || body.contains("already allocated")) {
+        if c.name("dev").is_none() && !(body.contains("total capac") || body.contains("already allocated") || body.contains("is free")) {
             continue;
         }
         let (id, platform) = match dev {
@@ -152,6 +200,8 @@ fn allocator(t: &str, hits: &mut Vec<Hit>) {
         take(free(), &mut h, Some(SizeKey::Free));
         take(reserved(), &mut h, Some(SizeKey::Reserved));
         take(reserved_unalloc(), &mut h, Some(SizeKey::ReservedUnallocated));
+        // PyTorch <= 1.3 printed `amount_cached - amount_allocated` as "cached".
+        take(cached(), &mut h, Some(SizeKey::ReservedUnallocated));
         take(process_total(), &mut h, Some(SizeKey::Used));
         take(allowed(), &mut h, Some(SizeKey::Limit));
         if let Some(p) = take(private_pools(), &mut h, None) {
@@ -186,7 +236,7 @@ fn allocator(t: &str, hits: &mut Vec<Hit>) {
             h.detail("cached_label", true);
         }
         // The hint sentence names the allocator-config variable this build reads.
-        for var in ["PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF"] {
+        for var in ["PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", "PYTORCH_ALLOC_CONF"] {
             if body.contains(var) {
                 h.detail("hint_env_var", var);
                 break;

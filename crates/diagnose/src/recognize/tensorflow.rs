@@ -7,7 +7,7 @@ use crate::grammar;
 use oomdoc_kb::{Phase, Platform};
 use oomdoc_units::DType;
 
-grammar!(oom_tensor, r"OOM when allocating tensor (?:with shape|of shape)\s*\[(?P<dims>[0-9,\s]*)\]\s+and type\s+(?P<ty>\w+)(?:\s+on\s+(?P<dev>\S+?))?(?:\s+by allocator\s+(?P<alloc>\w+))?(?:[\s.,]|$)");
+grammar!(oom_tensor, r"OOM when allocating tensor (?:with shape|of shape)\s*\[(?P<dims>[0-9,\s]*)\](?:\s+and type\s+(?P<ty>\w+))?(?:\s+on\s+(?P<dev>[^\s\]]+?))?(?:\s+by allocator\s+(?P<alloc>\w+))?(?:[\s.,\[]|$)");
 grammar!(node, r"\[\[\{\{node (?P<n>[^}]+)\}\}\]\]|\[\[Node: (?P<m>[^\s=]+)");
 
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
@@ -20,16 +20,16 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         let dims: Vec<u64> = c["dims"].split(',').filter_map(|d| d.trim().parse().ok()).collect();
         let shape = format!("[{}]", dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(","));
         h.culprit.shape = Some(shape.clone());
-        h.culprit.dtype = Some(c["ty"].to_string());
+        h.culprit.dtype = c.name("ty").map(|t| t.as_str().to_string());
         h.detail("tensor_shape", dims.clone());
-        if let Some(dt) = DType::from_name(&c["ty"]) {
+        if let Some(dt) = c.name("ty").and_then(|t| DType::from_name(t.as_str())) {
             let elems = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
             if let Some(bytes) = elems.and_then(|e| e.checked_mul(dt.bits() as u64)).map(|b| b.div_ceil(8)) {
                 h.culprit.unpadded_bytes = Some(bytes);
                 h.derive(
                     "tensor_bytes",
                     bytes,
-                    format!("{} × {} B ({})", dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("×"), dt.bits() / 8, &c["ty"]),
+                    format!("{} × {} B ({})", dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("×"), dt.bits() / 8, dt),
                 );
             }
         }

@@ -9,7 +9,7 @@ use oomdoc_kb::{Phase, Platform};
 
 grammar!(ran_out, r"Ran out of memory in memory space (?P<space>[A-Za-z_]+)");
 grammar!(used_of, r"\A[.\s]*Used\s+(?P<used>{SZ})\s+of\s+(?P<limit>{SZ})\s+\w+\.?(?:\s+Exceeded\s+\w+\s+capacity\s+by\s+(?P<excess>{SZ}))?");
-grammar!(on_stack, r"\A\s*while allocating on stack for\s+%?(?P<op>[^\s=]+)\s*=\s*(?P<shape>\(?[a-z0-9]+\[[^\]]*\](?:\{[^}\s]*\})?)?");
+grammar!(on_stack, r"\A\s*while allocating on stack for\s+%?(?P<op>[^\s=]+)(?:\s*=\s*(?P<shape>\(?[a-z0-9]+\[[^\]]*\](?:\{[^}\s]*\})?)?)?");
 grammar!(scoped_alloc, r"Scoped allocation with size\s+(?P<used>{SZ})\s+and\s+limit\s+(?P<limit>{SZ})\s+exceeded scoped vmem limit by\s+(?P<excess>{SZ})");
 grammar!(scoped_alloc_partial, r"Scoped allocation with size\s+(?P<used>{SZ})(?:\s+and\s+limit\s+(?P<limit>{SZ}))?");
 grammar!(should_not, r"It should not be possible to run out of (?P<space>scoped vmem|[a-z]+)");
@@ -140,7 +140,17 @@ fn set_culprit_shape(h: &mut Hit, shape: &str) {
 
 /// "Ran out of memory in memory space X" in all its forms, with the report that follows.
 fn compile_time(t: &str, hits: &mut Vec<Hit>) {
-    if !has(t, "Ran out of memory in memory space") {
+    if !has(t, "Ran out of memory in memory space") && !ran_out().is_match(t) {
+        // The legacy sentence quoted alone (issue titles).
+        if let Some(c) = should_not().captures(t) {
+            let m = c.get(0).unwrap();
+            let space = if c["space"].starts_with("scoped") { "vmem".to_string() } else { space_name(&c["space"]) };
+            let mut h = tpu_hit(if c["space"].starts_with("scoped") { "tpu.scoped-vmem" } else { id_for_space(&space) }, m.start(), m.end(), Phase::Compile);
+            h.space(&space).flag("legacy_message");
+            h.priority = 30;
+            hits.push(h);
+            return;
+        }
         // A report pasted without its headline (truncated pastes) still names the space.
         report_only(t, hits);
         return;
@@ -214,13 +224,27 @@ fn compile_time(t: &str, hits: &mut Vec<Hit>) {
         // The report (Total usage, Program requirement, Largest program allocations) follows.
         end = end.max(attach_report(seg, *head_end, &mut h));
         h.end = end.max(h.end);
+        // The bare phrase with nothing after it is usually prose quoting the message
+        // ("raises RuntimeError(\"Ran out of memory in memory space vmem...\")").
+        let bare = h.sizes.is_empty() && h.culprit.allocations.is_empty() && h.culprit.op.is_none() && !h.flags.contains("legacy_message");
+        if bare {
+            let before = &t[start.saturating_sub(300)..*start];
+            let before = before.get(before.len().saturating_sub(200)..).unwrap_or(before);
+            let stated = ["RESOURCE_EXHAUSTED", "Resource exhausted", "compile permanent error", "Compilation failure", "E1000", "E1001", "CompileTime"].iter().any(|w| before.contains(w));
+            if !stated {
+                continue;
+            }
+        }
         hits.push(h);
     }
 }
 
 /// A TPU memory report pasted without the "Ran out of memory" headline.
 fn report_only(t: &str, hits: &mut Vec<Hit>) {
-    let Some(c) = total_usage().captures(t).or_else(|| program_req().captures(t)) else { return };
+    let Some(c) = total_usage().captures(t).or_else(|| program_req().captures(t)) else {
+        fragment_only(t, hits);
+        return;
+    };
     let space = space_name(&c["space"]);
     let m = c.get(0).unwrap();
     let mut h = tpu_hit(id_for_space(&space), m.start(), m.end(), Phase::Compile);
@@ -235,6 +259,28 @@ fn report_only(t: &str, hits: &mut Vec<Hit>) {
             h.cap_size(SizeKey::Used, &p, "v");
         }
     }
+    hits.push(h);
+}
+
+/// One or more entries of a "Largest program allocations" list pasted alone.
+fn fragment_only(t: &str, hits: &mut Vec<Hit>) {
+    let (Some(at), true) = (t.find("Allocation type:"), has(t, "Shape:") || has(t, "Unpadded size:")) else { return };
+    let start = alloc_entry().find(t).map_or_else(|| t[..at].rfind("Shape:").unwrap_or(at), |m| m.start());
+    let space = largest().captures(t).map_or("hbm".to_string(), |c| space_name(&c["space"]));
+    let mut h = tpu_hit(id_for_space(&space), start, at + "Allocation type:".len(), Phase::Compile);
+    h.space(&space);
+    h.priority = 35;
+    // Parse as a list (with a synthetic heading when the entry numbers are missing).
+    let text = if alloc_entry().is_match(t) { format!("Largest program allocations in {space}:\n{}", &t[start..]) } else { format!("Largest program allocations in {space}:\n  0. Size: 0B\n{}", &t[start..]) };
+    attach_report(&text, 0, &mut h);
+    h.culprit.allocations.retain(|a| a.size != Some(0) || a.shape.is_some());
+    for a in &mut h.culprit.allocations {
+        if a.size == Some(0) {
+            a.size = None;
+        }
+    }
+    let last = t.rfind("Allocation type:").unwrap_or(at);
+    h.end = t[last..].find('\n').map_or(t.len(), |i| last + i);
     hits.push(h);
 }
 

@@ -8,14 +8,14 @@ use crate::finding::SizeKey;
 use crate::grammar;
 use oomdoc_kb::{Phase, Platform};
 
-grammar!(oor, r"out of resource:\s*(?P<what>shared memory|tensor memory|threads|registers|[A-Za-z_][\w]*)\s*,?\s*Required:\s*(?P<req>\d+)\s*,?\s*Hardware limit:\s*(?P<lim>\d+)");
+grammar!(oor, r"(?:out of resource:|OutOfResources:)\s*(?P<what>shared memory|tensor memory|threads|registers|[A-Za-z_][\w]*)[\s,>]*Required:\s*(?P<req>\d+)[\s,>]*Hardware limit(?:ation)?:\s*(?P<lim>\d+)");
 grammar!(oor_bare, r"out of resource:\s*(?P<what>shared memory|tensor memory|threads|registers)");
-grammar!(ptxas, r"ptxas\s+error\s*:\s*Entry function '(?P<fn>[^']+)' uses too much shared data \((?P<req>0x[0-9a-fA-F]+) bytes,\s*(?P<lim>0x[0-9a-fA-F]+) max\)");
+grammar!(ptxas, r"ptxas\s+error\s*:\s*Entry function '(?P<fn>[^']+)' uses too much shared data \((?P<req>0x[0-9a-fA-F]+) bytes(?:\s*\+\s*(?P<sys>0x[0-9a-fA-F]+) bytes system)?,\s*(?P<lim>0x[0-9a-fA-F]+) max\)");
 grammar!(no_valid, r"No valid triton configs");
 grammar!(inductor, r"torch\._inductor|InductorError|triton_(?:per|red|poi|tem|mm)_");
 
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
-    if has(t, "out of resource") {
+    if has(t, "out of resource") || has(t, "OutOfResources") {
         for c in oor().captures_iter(t) {
             let m = c.get(0).unwrap();
             let what = &c["what"];
@@ -29,7 +29,13 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             let mut h = Hit::new(id, m.start(), m.end());
             let req: u64 = c["req"].parse().unwrap_or(0);
             let lim: u64 = c["lim"].parse().unwrap_or(0);
-            h.bytes(SizeKey::Requested, req, c["req"].to_string()).bytes(SizeKey::Limit, lim, c["lim"].to_string());
+            if what == "shared memory" || kernel.is_some() {
+                h.bytes(SizeKey::Requested, req, c["req"].to_string()).bytes(SizeKey::Limit, lim, c["lim"].to_string());
+            } else {
+                // Tensor memory is counted in columns, threads in threads: not bytes.
+                h.detail("required", req).detail("hardware_limit", lim);
+                h.detail("unit", if what == "tensor memory" { "TMEM columns" } else { what });
+            }
             h.culprit.kernel = kernel;
             h.detail("resource", if what == "threads" || what == "registers" || what == "tensor memory" { what } else { "shared memory" });
             if what == "threads" {
@@ -72,6 +78,9 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             let m = c.get(0).unwrap();
             let mut h = Hit::new("ptxas.shared-data", m.start(), m.end());
             h.size(SizeKey::Requested, &c["req"]).size(SizeKey::Limit, &c["lim"]);
+            if let Some(sys) = c.name("sys").and_then(|s| oomdoc_units::parse_size(s.as_str())) {
+                h.detail("system_bytes", sys.bytes);
+            }
             h.culprit.kernel = Some(demangle_hint(&c["fn"]));
             h.detail("entry_function", c["fn"].to_string());
             h.platform = Some(Platform::Cuda);
