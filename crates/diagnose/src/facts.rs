@@ -281,6 +281,18 @@ fn family_facts(f: &Finding, x: &mut Facts) {
             }
         }
     }
+    if id == "vllm.insufficient-free-memory" {
+        if let (Some(free), Some(total)) = (s.free, s.total) {
+            if total > 0 {
+                let fit = (free as u128 * 100 / total as u128) as u64;
+                x.var("gpu_memory_utilization_fit", format!("0.{fit:02}"));
+            }
+            if let Some(req) = s.requested {
+                x.var("others_h", format_bytes(total.saturating_sub(free)));
+                let _ = req;
+            }
+        }
+    }
     if id == "tensorflow.oom-tensor" {
         if let Some(sh) = f.details.get("tensor_shape") {
             x.var("tensor_shape", sh.to_string());

@@ -136,6 +136,8 @@ pub const START_TRIGGERS: &[&str] = &[
     "oom_kill",
     "error 2 out of memory",
     "would exceed allowed memory",
+    "Killed",
+    ": killed",
 ];
 
 const EXTEND_WORDS: &[&str] = &[

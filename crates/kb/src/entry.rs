@@ -299,6 +299,7 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ("device", "device named in the message"),
     ("alloc_conf_var", "PYTORCH_CUDA_ALLOC_CONF or PYTORCH_HIP_ALLOC_CONF, whichever this platform reads"),
     ("executable", "the XLA program / executable name"),
+    ("gpu_memory_utilization_fit", "vLLM: the largest gpu_memory_utilization that free memory allows (free / total, rounded down to 0.01)"),
 ];
 
 impl Entry {

@@ -31,6 +31,42 @@ fn by_code(code: &str) -> Option<&'static (&'static str, &'static str, &'static 
     XLA_CODES.iter().find(|c| c.0 == code)
 }
 
+grammar!(e0102, r"expected parameter (?P<p>\d+) of size (?P<want>\d+) \((?P<ws>[^\n]+?)\) but got buffer with incompatible size (?P<got>\d+)");
+grammar!(e0200, r"(?:Core|Node \d+|device) halted (?:unexpectedly|prematurely)");
+grammar!(e1200, r"Tensor which is moved to host \(starting from [^)]*\) is returned from the entry computation");
+grammar!(e2001, r"Unsupported matmul RHS type");
+grammar!(e2002, r"Failed to set window params|is not divisible by tiling evenly nor matches the full shape");
+grammar!(e2003, r"cannot statically prove that index in dimension \d+ is a multiple of");
+
+/// Recognized XLA errors that are not memory failures (reported as kind `other`).
+pub fn non_memory(t: &str, hits: &mut Vec<Hit>) {
+    let table: [(&dyn Fn() -> &'static regex::Regex, &'static str); 6] = [
+        (&e0102, "E0102"),
+        (&e0200, "E0200"),
+        (&e1200, "E1200"),
+        (&e2001, "E2001"),
+        (&e2002, "E2002"),
+        (&e2003, "E2003"),
+    ];
+    for (re, code) in table {
+        if let Some(m) = re().find(t) {
+            let entry = by_code(code).unwrap();
+            let mut h = Hit::new(entry.2, m.start(), m.end());
+            h.platform = if code == "E1200" { None } else { Some(Platform::Tpu) };
+            h.phase = Some(entry.3);
+            if code == "E0102" {
+                if let Some(c) = e0102().captures(t) {
+                    h.detail("expected_bytes", c["want"].parse::<u64>().ok()).detail("got_bytes", c["got"].parse::<u64>().ok());
+                    h.culprit.shape = Some(c["ws"].to_string());
+                    h.culprit.padded_bytes = c["want"].parse().ok();
+                }
+            }
+            h.priority = 55;
+            hits.push(h);
+        }
+    }
+}
+
 /// Find printed codes; attach each to the hit it introduces, or make a hit of its own.
 pub fn attach_codes(t: &str, hits: &mut Vec<Hit>) {
     let mut found: Vec<(usize, usize, &'static str)> = Vec::new();

@@ -98,7 +98,13 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             let m = c.get(0).unwrap();
             let after = window(t, m.end(), 200);
             let not_failure = after.contains("The caller indicates that this is not a failure") || after.trim_start().starts_with("with freed_by_count");
-            let mut h = Hit::new(if not_failure { "bfc.not-a-failure" } else { "bfc.allocator-oom" }, m.start(), m.end());
+            let host_pool = c["name"].contains("host");
+            let id = match (not_failure, host_pool) {
+                (true, _) => "bfc.not-a-failure",
+                (false, true) => "xla-gpu.host-memory",
+                (false, false) => "bfc.allocator-oom",
+            };
+            let mut h = Hit::new(id, m.start(), m.end());
             h.size(SizeKey::Requested, &c["req"]);
             h.detail("allocator", c["name"].to_string());
             if let Some(r) = c.name("rounded").and_then(|r| r.as_str().parse::<u64>().ok()) {

@@ -15,6 +15,7 @@ grammar!(killed_process, r"Killed process (?P<pid>\d+) \((?P<name>[^)]+)\)");
 grammar!(kb_field, r"(?P<k>total-vm|anon-rss|file-rss|shmem-rss):\s*(?P<v>[\d,]+)\s*kB");
 grammar!(oom_kill_event, r"oom-kill:constraint=|\bOOMKilled\b|invoked oom-killer|oom[-_]kill events?|srun: error: [^\n]*: Out Of Memory|Memory cgroup out of memory");
 grammar!(exit137, r"\b(?:exit(?:ed)?(?: with)?(?: exit)?|returned non-zero exit|status)(?: status)?(?: code)?:? 137\b|signal 9 \(SIGKILL\)|died with <Signals\.SIGKILL: 9>|killed by signal: Killed");
+grammar!(shell_killed, r"(?m)^[ \t]*(?:[\w/.\-]+: (?:line \d+: )?)?(?:\d+[ \t]+)?(?:Killed|killed)(?:[ \t]+[^\n]{1,200})?[ \t]*$");
 grammar!(dev_shm, r"killed by signal: Bus error\.?[^\n]{0,120}?out of shared memory|No space left on device[^\n]{0,80}/dev/shm|unable to (?:open|write to) shared memory object");
 grammar!(llvm_oom, r"LLVM ERROR: (?:out of memory|Allocation failed|Cannot allocate memory)|'cicc' died due to signal 9|Killed signal terminated program (?:cc1plus|cc1|cicc)|virtual memory exhausted: Cannot allocate memory|cc1plus: out of memory|error: [^\n]{0,300}: Cannot allocate memory");
 grammar!(tt_l1, r"Not enough space to allocate (?P<req>\d+) B (?P<kind>\w+) buffer across (?P<banks>\d+) banks?, where each bank needs to store (?P<per>\d+) B(?:, but bank size is (?P<size>\d+) B \(allocated: (?P<alloc>\d+) B, free: (?P<free>\d+) B, largest free block: (?P<lfb>\d+) B\))?");
@@ -130,6 +131,15 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                 }
                 h.end = h.end.max(m.end() + f.get(0).unwrap().end());
             }
+            hits.push(h);
+        }
+    }
+    if has(t, "illed") {
+        for m in shell_killed().find_iter(t) {
+            let mut h = host_hit("host.oom-killer", m.start(), m.end());
+            h.confidence = crate::finding::Confidence::Likely;
+            h.detail("signal", "SIGKILL (shell reported `Killed`)");
+            h.priority = 45;
             hits.push(h);
         }
     }

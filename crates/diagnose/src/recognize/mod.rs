@@ -180,6 +180,7 @@ pub fn recognize_all(flat: &Flat) -> Vec<Hit> {
     triton::recognize(t, &mut hits);
     tensorflow::recognize(t, &mut hits);
     misc::recognize(t, &mut hits);
+    codes::non_memory(t, &mut hits);
     codes::attach_codes(t, &mut hits);
     resolve_overlaps(hits)
 }

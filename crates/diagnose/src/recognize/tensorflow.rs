@@ -43,6 +43,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         }
         if let Some(n) = node().captures(window(t, m.end(), 1500)) {
             h.culprit.node = n.name("n").or(n.name("m")).map(|x| x.as_str().to_string());
+            h.culprit.op = h.culprit.node.clone();
             h.end = m.end() + n.get(0).unwrap().end();
         }
         h.platform = Some(if dev.as_deref().is_some_and(|d| d.contains("TPU")) {
