@@ -1,0 +1,127 @@
+//! `oomdoc memory` end to end, on the committed fixtures of `oomdoc-memory`.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../memory/tests/fixtures")
+}
+
+fn oomdoc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_oomdoc")).args(args).output().expect("run oomdoc")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn text_report_for_a_dump_directory() {
+    let dir = fixtures().join("mlp_train_step");
+    let o = oomdoc(&["memory", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("Module jit_mlp_train_step (program 34)"), "{out}");
+    assert!(out.contains("16,382,096 B"), "{out}");
+    assert!(out.contains("dot.1") && out.contains("^ peak"), "{out}");
+}
+
+#[test]
+fn json_follows_the_contract() {
+    let dir = fixtures().join("transformer_train_step");
+    let o = oomdoc(&["memory", dir.to_str().unwrap(), "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let m = &v["modules"][0];
+    let keys: Vec<&str> = m.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut want = vec![
+        "name", "peak_bytes", "peak_unpadded_bytes", "peak_position", "peak_instruction", "arguments_bytes", "outputs_bytes", "alias_bytes", "temp_bytes",
+        "constants_bytes", "total_allocation_bytes", "fragmentation_bytes", "buffers_at_peak", "timeline",
+    ];
+    let mut got = keys.clone();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+    assert_eq!(m["peak_bytes"], 80_781_468);
+    assert_eq!(m["temp_bytes"], 67_141_632);
+    let b = &m["buffers_at_peak"][0];
+    let mut bkeys: Vec<&str> = b.as_object().unwrap().keys().map(String::as_str).collect();
+    bkeys.sort();
+    assert_eq!(bkeys, ["group", "name", "op_name", "shape", "size_bytes", "source", "unpadded_bytes"]);
+    let t = &m["timeline"][0];
+    let mut tkeys: Vec<&str> = t.as_object().unwrap().keys().map(String::as_str).collect();
+    tkeys.sort();
+    assert_eq!(tkeys, ["bytes", "instruction", "position", "unpadded_bytes"]);
+    let peak = m["peak_position"].as_u64().unwrap() as usize;
+    assert_eq!(m["timeline"][peak]["bytes"], m["peak_bytes"]);
+}
+
+#[test]
+fn several_modules_listed_and_the_largest_analysed() {
+    let dir = fixtures().join("gen/multi_module");
+    let o = oomdoc(&["memory", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("3 modules in the dump"), "{out}");
+    assert!(out.contains("→"), "{out}");
+    // By program id, by unique name; an ambiguous name is refused, never guessed.
+    let o = oomdoc(&["memory", dir.to_str().unwrap(), "--module", "24", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["modules"][0]["name"], "jit_multi_decode");
+    let o = oomdoc(&["memory", dir.to_str().unwrap(), "--module", "decode", "--format", "json"]);
+    assert!(o.status.success());
+    let o = oomdoc(&["memory", dir.to_str().unwrap(), "--module", "jit_multi_encode"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("matches several modules"), "{}", stderr(&o));
+    let o = oomdoc(&["memory", dir.to_str().unwrap(), "--module", "nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no module matches `nope`"), "{}", stderr(&o));
+    let o = oomdoc(&["memory", dir.to_str().unwrap(), "--all", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["modules"].as_array().unwrap().len(), 3);
+    let o = oomdoc(&["memory", dir.to_str().unwrap(), "--list", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["modules"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn html_is_one_self_contained_file() {
+    let dir = fixtures().join("mlp_train_step");
+    let out = std::env::temp_dir().join(format!("oomdoc-memory-cli-{}.html", std::process::id()));
+    let o = oomdoc(&["memory", dir.to_str().unwrap(), "--format", "html", "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<svg") && html.contains("<title>"));
+    assert!(html.contains("dot.1") && html.contains("Padding"));
+    for forbidden in ["http://", "https://", "<script src", "<link "] {
+        assert!(!html.contains(forbidden), "{forbidden}");
+    }
+}
+
+#[test]
+fn single_files_and_sources() {
+    let dir = fixtures().join("donated_adam_update");
+    let pb = dir.join("module_0014.jit_donated_adam_update.cpu_after_optimizations.hlo.pb");
+    let o = oomdoc(&["memory", pb.to_str().unwrap(), "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["modules"][0]["peak_bytes"], 41_959_532);
+    assert_eq!(v["modules"][0]["alias_bytes"], 31_469_568);
+    let o = oomdoc(&["memory", dir.to_str().unwrap(), "--source", "text", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["modules"][0]["peak_bytes"], 41_959_532);
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    let empty = std::env::temp_dir().join(format!("oomdoc-memory-cli-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = oomdoc(&["memory", empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no XLA memory dumps found"), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1);
+}
