@@ -2,7 +2,7 @@
 
 use crate::error::MemoryError;
 use crate::model::{unpadded_size, Allocation, Buffer, LabelSource, Liveness, ModuleData};
-use crate::proto::hlo::{decode_hlo_proto, EventKind};
+use crate::proto::hlo::{decode_hlo_proto, decode_instruction_at, EventKind, ProtoInstruction};
 use crate::text::{buffer_assignment, live_range, live_range_key};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -142,7 +142,17 @@ pub(crate) fn check_total(path: &Path, total: u64, allocations: &[Allocation]) -
 /// From an `xla.HloProto` (`*.hlo.pb`, `*.hlo_proto.pb`).
 pub fn from_proto(path: &Path, fallback_name: &str, program_id: Option<u64>) -> Result<ModuleData, MemoryError> {
     let bytes = std::fs::read(path).map_err(|e| MemoryError::io(path, e))?;
-    let proto = decode_hlo_proto(&bytes).map_err(|e| MemoryError::proto(path, format!("byte {}: {} (is this an xla.HloProto from --xla_dump_hlo_as_proto?)", e.offset, e.message)))?;
+    let wire_error = |e: crate::proto::wire::WireError| MemoryError::proto(path, format!("byte {}: {} (is this an xla.HloProto from --xla_dump_hlo_as_proto?)", e.offset, e.message));
+    let proto = decode_hlo_proto(&bytes).map_err(wire_error)?;
+    // Decode only the instructions that define buffers, once each.
+    let mut instructions: HashMap<u64, ProtoInstruction> = HashMap::new();
+    for lb in proto.logical_buffers.values() {
+        if let std::collections::hash_map::Entry::Vacant(slot) = instructions.entry(lb.instruction_id) {
+            if let Some(&span) = proto.instruction_spans.get(&lb.instruction_id) {
+                slot.insert(decode_instruction_at(&bytes, span).map_err(wire_error)?);
+            }
+        }
+    }
     drop(bytes);
     let name = if proto.module_name.is_empty() { fallback_name.to_string() } else { proto.module_name.clone() };
     let program_id = program_id.or(proto.module_id);
@@ -172,7 +182,7 @@ pub fn from_proto(path: &Path, fallback_name: &str, program_id: Option<u64>) -> 
             if buffer_pos.insert(id, buffers.len()).is_some() {
                 return Err(MemoryError::inconsistent(path, None, format!("logical buffer {id} is assigned twice")));
             }
-            let instr = proto.instructions.get(&lb.instruction_id);
+            let instr = instructions.get(&lb.instruction_id);
             let shape = instr.and_then(|i| i.shape.subshape(&lb.shape_index)).map(|s| s.to_text()).unwrap_or_default();
             let index = if instr.map_or(false, |i| matches!(i.shape, crate::proto::hlo::ProtoShape::Tuple(_))) {
                 format!("{{{}}}", lb.shape_index.iter().map(u64::to_string).collect::<Vec<_>>().join(","))
@@ -234,7 +244,7 @@ pub fn from_proto(path: &Path, fallback_name: &str, program_id: Option<u64>) -> 
                     continue;
                 }
                 let lb = &proto.logical_buffers[&id];
-                let instr = proto.instructions.get(&lb.instruction_id);
+                let instr = instructions.get(&lb.instruction_id);
                 let shape = instr.and_then(|i| i.shape.subshape(&lb.shape_index)).map(|s| s.to_text()).unwrap_or_default();
                 buffer_pos.insert(id, buffers.len());
                 instruction_ids.insert(id, lb.instruction_id);
@@ -257,7 +267,7 @@ pub fn from_proto(path: &Path, fallback_name: &str, program_id: Option<u64>) -> 
         allocations,
         buffers,
         liveness,
-        labels: LabelSource::Proto { instructions: proto.instructions, instruction_ids, frames: proto.stack_frames },
+        labels: LabelSource::Proto { instructions, instruction_ids, frames: proto.stack_frames },
         sources: vec![path.to_path_buf()],
     })
 }

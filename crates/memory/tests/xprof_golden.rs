@@ -144,11 +144,16 @@ fn xprof_profile_directory() {
 
 /// Dumps made by `fixtures-gen/gen.py` (scan + fori_loop, remat in bf16, several modules
 /// in one directory): every module against its own XProf output and memory_analysis().
+/// `OOMDOC_MEMORY_EXTRA_FIXTURES=DIR1:DIR2` adds more `gen.py` fixture folders (e.g. the
+/// 32-layer unrolled transformer, too big to commit).
 #[test]
 fn generated_fixtures_match_xprof() {
     let mut checked = 0;
-    for entry in std::fs::read_dir(fixtures().join("gen")).unwrap().flatten() {
-        let dir = entry.path();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(fixtures().join("gen")).unwrap().flatten().map(|e| e.path()).collect();
+    if let Some(extra) = std::env::var_os("OOMDOC_MEMORY_EXTRA_FIXTURES") {
+        dirs.extend(std::env::split_paths(&extra));
+    }
+    for dir in dirs {
         let dump = load_dump(&dir).unwrap();
         for m in &dump.modules {
             let read = |kind: &str| -> Value {

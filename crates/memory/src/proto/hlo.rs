@@ -11,7 +11,10 @@ pub struct HloProtoData {
     pub module_name: String,
     pub entry_computation_name: String,
     pub module_id: Option<u64>,
-    pub instructions: HashMap<u64, ProtoInstruction>,
+    /// Instruction id → (offset, length) of its encoded message in the file; decoded on
+    /// demand with [`decode_instruction_at`], since most instructions (inside fusions)
+    /// define no buffer and decoding them all dominated the run time.
+    pub instruction_spans: HashMap<u64, (usize, usize)>,
     pub stack_frames: StackFrameIndex,
     pub logical_buffers: HashMap<u64, ProtoLogicalBuffer>,
     pub allocations: Vec<ProtoAllocation>,
@@ -139,11 +142,24 @@ fn decode_computation(buf: &[u8], base: usize, out: &mut HloProtoData) -> R<()> 
     let mut r = Reader::nested(buf, base);
     while let Some((field, v, at)) = r.next_field()? {
         if field == 2 {
-            let (id, instr) = decode_instruction(bytes(&v, at)?, at)?;
-            out.instructions.insert(id, instr);
+            let body = bytes(&v, at)?;
+            let mut ir = Reader::nested(body, at);
+            let mut id = 0;
+            while let Some((f, iv, iat)) = ir.next_field()? {
+                if f == 35 {
+                    id = int(&iv, iat)?;
+                }
+            }
+            out.instruction_spans.insert(id, (at, body.len()));
         }
     }
     Ok(())
+}
+
+/// Decode the instruction whose message sits at `span` of the file `buf`.
+pub fn decode_instruction_at(buf: &[u8], span: (usize, usize)) -> Result<ProtoInstruction, WireError> {
+    let body = span.0.checked_add(span.1).and_then(|end| buf.get(span.0..end)).ok_or(WireError { offset: span.0, message: "instruction outside the file" })?;
+    decode_instruction(body, span.0).map(|(_, i)| i)
 }
 
 fn decode_instruction(buf: &[u8], base: usize) -> R<(u64, ProtoInstruction)> {
