@@ -25,6 +25,7 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
     f.title = entry.title.get(lang).to_string();
     f.cause = entry.causes.iter().filter(|c| facts.holds(&c.when)).find_map(|c| fill_text(&c.text, lang, facts));
     let mut rank = 0;
+    let mut applied: Vec<(String, Option<String>)> = Vec::new();
     f.fixes = entry
         .fixes
         .iter()
@@ -33,6 +34,13 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
             let title = fill_text(&fx.title, lang, facts)?;
             let detail = fx.detail.as_ref().and_then(|d| fill_text(d, lang, facts));
             let code = fx.code.as_deref().and_then(|c| fill(c, facts)).or_else(|| fx.code_fallback.as_deref().and_then(|c| fill(c, facts)));
+            // `fewer-stages-plain` is the number-free fallback of `fewer-stages`: skip it when
+            // the numeric one applied, as with a fix that repeats an earlier one's code.
+            let fallback_of_applied = applied.iter().any(|(id, c)| fx.id.starts_with(&format!("{id}-")) || (code.is_some() && c == &code));
+            if fallback_of_applied {
+                return None;
+            }
+            applied.push((fx.id.clone(), code.clone()));
             rank += 1;
             Some(FixOut {
                 id: fx.id.clone(),

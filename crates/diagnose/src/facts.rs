@@ -251,11 +251,14 @@ fn family_facts(f: &Finding, x: &mut Facts) {
             let covered = need.div_ceil(MIB).max(1) * MIB;
             x.var("vmem_limit_bytes", covered.to_string());
             x.var("vmem_limit_mib", (covered / MIB).to_string());
-            x.var("scoped_vmem_limit_kib", (covered / 1024).to_string());
+            // jax's docstring: the flag's N KiB must be strictly above vmem_limit_bytes.
+            x.var("scoped_vmem_limit_kib", (covered / 1024 + 1024).to_string());
             let chips = crate::hardware::tpu_chips_for_scoped_limit(s.limit);
-            if let Some(max_vmem) = chips.iter().map(|c| c.1).min() {
-                let names: Vec<&str> = chips.iter().map(|c| c.0).collect();
-                x.var("chip_vmem_h", format!("{} ({})", format_bytes(max_vmem), names.join(", ")));
+            // The chip is not named in the log: the fix can work if it fits on at least one
+            // chip whose default limit matches (flag range: up to physical VMEM − 1 MiB).
+            if let Some(max_vmem) = chips.iter().map(|c| c.1).max() {
+                let list: Vec<String> = chips.iter().map(|c| format!("{}: {}", c.0, format_bytes(c.1))).collect();
+                x.var("chip_vmem_h", list.join(", "));
                 if covered <= max_vmem.saturating_sub(MIB) {
                     x.set("request_fits_after_fix");
                 }
@@ -275,7 +278,7 @@ fn family_facts(f: &Finding, x: &mut Facts) {
             }
             if let Some(req) = s.requested {
                 if req > limit {
-                    x.var("smem_over", format!("{} bytes", req - limit));
+                    x.var("smem_over", (req - limit).to_string());
                     x.var("stages_hint", stages_hint(req, limit));
                 }
             }

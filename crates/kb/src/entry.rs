@@ -272,7 +272,7 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ("shrink_pct", "how much the need must shrink to fit, percent, one decimal"),
     ("vmem_limit_bytes", "a per-kernel VMEM limit that covers the reported need (rounded up to 1 MiB)"),
     ("vmem_limit_mib", "the same in MiB"),
-    ("scoped_vmem_limit_kib", "a value for --xla_tpu_scoped_vmem_limit_kib covering vmem_limit_bytes"),
+    ("scoped_vmem_limit_kib", "a value for --xla_tpu_scoped_vmem_limit_kib strictly above vmem_limit_bytes (one MiB more)"),
     ("chip_vmem_h", "physical VMEM per core of the chip(s) consistent with the log"),
     ("op", "the culprit HLO instruction / op"),
     ("kernel", "the culprit kernel name"),

@@ -1,0 +1,84 @@
+//! Bad input never panics or hangs: random bytes, mutated real messages, giant lines,
+//! invalid UTF-8, and logs where every line is a trigger. Property tests (proptest)
+//! drive the scanner, normalizer and every grammar with random and mutated input.
+
+use oomdoc_diagnose::{diagnose_reader, diagnose_text, Options};
+use proptest::prelude::*;
+
+fn seeds() -> Vec<String> {
+    let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/dev.jsonl");
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["error_text"].as_str().map(str::to_string))
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    #[test]
+    fn random_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..4096)) {
+        let _ = diagnose_reader(&bytes[..], &Options::default()).unwrap();
+    }
+
+    #[test]
+    fn mutated_real_messages(idx in 0usize..56, cut in 0usize..4000, insert in proptest::collection::vec(any::<u8>(), 0..64), at in 0usize..4000) {
+        let seeds = seeds();
+        let mut b = seeds[idx % seeds.len()].clone().into_bytes();
+        let at = at.min(b.len());
+        b.splice(at..at, insert);
+        b.truncate(cut.max(1).min(b.len()));
+        let r = diagnose_reader(&b[..], &Options::default()).unwrap();
+        // The JSON contract always serializes.
+        serde_json::to_string(&r).unwrap();
+    }
+
+    #[test]
+    fn numbers_in_templates(n in any::<u64>(), m in any::<u64>()) {
+        let text = format!("RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem. Used {n}.99E of {m}G vmem. Exceeded vmem capacity by 1.7K.\nAllocation (size={n}) would exceed memory (size={m}) :: #allocation1 [shape = 'u8[{n},{m}]{{1,0:T(8,128)(4,1)}}', space=hbm, size = 0xffffffffffffffff, tag = 'x'] :: <no-hlo-instruction>\nout of resource: shared memory, Required: {n}, Hardware limit: {m}\nptxas error   : Entry function 'k' uses too much shared data (0x{n:x} bytes, 0x{m:x} max)\n");
+        let r = diagnose_text(&text, &Options::default());
+        serde_json::to_string(&r).unwrap();
+    }
+}
+
+#[test]
+fn giant_line_without_newline() {
+    let mut b = vec![b'x'; 3 << 20];
+    b.extend_from_slice(b" CUDA out of memory. Tried to allocate 2.00 GiB");
+    b.extend(std::iter::repeat_n(b'y', 3 << 20));
+    let r = diagnose_reader(&b[..], &Options::default()).unwrap();
+    assert!(r.findings.len() <= 2);
+}
+
+#[test]
+fn every_line_a_trigger_stays_bounded() {
+    let line = "2024-01-01 00:00:00.000000: W bfc_allocator.cc:1] Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.00GiB with freed_by_count=0. The caller indicates that this is not a failure, but this may mean that there could be performance gains if more memory were available.\n";
+    let text = line.repeat(20_000);
+    let r = diagnose_text(&text, &Options::default());
+    assert_eq!(r.findings.len(), 1, "identical warnings collapse into one finding");
+    assert_eq!(r.findings[0].occurrences, 20_000);
+}
+
+#[test]
+fn invalid_utf8_and_crlf() {
+    let mut b = b"\xff\xfe garbage \xc3\x28\r\n".to_vec();
+    b.extend_from_slice(b"RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 4.00 GiB total capacity; 3.08 GiB already allocated; 0 bytes free; 3.47 GiB reserved in total by PyTorch)\r\n");
+    let r = diagnose_reader(&b[..], &Options::default()).unwrap();
+    assert_eq!(r.findings[0].id, "pytorch.cuda-oom");
+    assert_eq!(r.findings[0].line, 2);
+    assert_eq!(r.findings[0].sizes.requested, Some(20 << 20));
+}
+
+#[test]
+fn repeated_traceback_from_workers_is_one_finding() {
+    let msg = "[rank{}]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 79.33 GiB of which 512.00 MiB is free.\n";
+    let text: String = (0..8).map(|i| msg.replace("{}", &i.to_string())).collect::<Vec<_>>().join("noise line\n");
+    let r = diagnose_text(&text, &Options::default());
+    let ooms: Vec<_> = r.findings.iter().filter(|f| f.id == "pytorch.cuda-oom").collect();
+    assert_eq!(ooms.len(), 1);
+    assert_eq!(ooms[0].occurrences, 8);
+    assert!(ooms[0].first_fatal);
+    assert_eq!(ooms[0].line, 1);
+}
