@@ -18,3 +18,4 @@ pub mod triton;
 
 pub use error::PlanError;
 
+pub use triton::{triton_fit_hint, TritonFitHint};
