@@ -85,7 +85,7 @@ impl Replay {
 
 /// XProf `ProcessHeapSimulatorTrace`. Peak = first strict maximum after an increase.
 pub fn replay_trace(m: &ModuleData, events: &[HeapEvent]) -> Result<TempProfile, String> {
-    let pos: HashMap<u64, usize> = m.buffers.iter().enumerate().map(|(i, b)| (b.id, i)).collect();
+    let pos: crate::model::FastMap<u64, usize> = m.buffers.iter().enumerate().map(|(i, b)| (b.id, i)).collect();
     let sizes = |id: u64| -> Result<(u64, u64), String> {
         pos.get(&id).map(|&i| (m.buffers[i].size, m.buffers[i].unpadded)).ok_or_else(|| format!("heap event names unknown logical buffer {id}"))
     };
@@ -167,7 +167,7 @@ pub fn sweep_schedule(m: &ModuleData, sequence: &[String], max: u64, ranges: &[O
     let mut delta = vec![0i64; len + 1];
     let mut delta_unpadded = vec![0i64; len + 1];
     // (allocation, offset) → members (start, end, buffer position)
-    let mut groups: HashMap<(usize, u64), Vec<(u64, u64, usize)>> = HashMap::new();
+    let mut groups: crate::model::FastMap<(usize, u64), Vec<(u64, u64, usize)>> = Default::default();
     for (i, b) in m.buffers.iter().enumerate() {
         let a = &m.allocations[b.allocation];
         if !a.is_temp() || a.color != 0 {
@@ -227,19 +227,26 @@ pub fn sweep_schedule(m: &ModuleData, sequence: &[String], max: u64, ranges: &[O
 /// the run's first value is shown, not the one whose own range covers `t`. Among runs
 /// live at `t`, the largest wins (it is the one the per-offset maximum counted).
 fn shown_at(members: &[(u64, u64, usize)], t: u64, key: impl Fn(usize) -> (u64, u64)) -> Option<(u64, u64, usize)> {
-    let mut sorted = members.to_vec();
+    if !members.iter().any(|&(s, e, _)| s <= t && t <= e) {
+        return None;
+    }
+    let mut sorted: Vec<(u64, u64, usize)> = members.iter().copied().filter(|&(s, _, _)| s <= t).collect();
     sorted.sort_by_key(|&(s, e, i)| (s, std::cmp::Reverse(key(i).0), key(i).1, e));
-    // Runs: (first member, end of run, covers t)
+    // Runs: (first member, end of run, covers t); the open run per size.
     let mut runs: Vec<((u64, u64, usize), u64, bool)> = Vec::new();
+    let mut open: HashMap<u64, usize> = HashMap::new();
     for &x in &sorted {
         let covers = x.0 <= t && t <= x.1;
         let size = key(x.2).0;
-        match runs.iter_mut().rev().find(|r| key(r.0 .2).0 == size && x.0 <= r.1.saturating_add(1)) {
-            Some(run) => {
-                run.1 = run.1.max(x.1);
-                run.2 |= covers;
+        match open.get(&size).copied().filter(|&r| x.0 <= runs[r].1.saturating_add(1)) {
+            Some(r) => {
+                runs[r].1 = runs[r].1.max(x.1);
+                runs[r].2 |= covers;
             }
-            None => runs.push((x, x.1, covers)),
+            None => {
+                open.insert(size, runs.len());
+                runs.push((x, x.1, covers));
+            }
         }
     }
     runs.into_iter().filter(|r| r.2).max_by(|a, b| key(a.0 .2).0.cmp(&key(b.0 .2).0).then(b.0 .0.cmp(&a.0 .0))).map(|r| r.0)

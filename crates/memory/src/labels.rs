@@ -38,7 +38,7 @@ pub fn resolve_labels(m: &ModuleData, wanted: &HashSet<u64>) -> Result<HashMap<u
         }
         LabelSource::Text { values_file, hlo_text } => {
             let Some(path) = values_file else { return Ok(out) };
-            let known: HashSet<u64> = m.buffers.iter().map(|b| b.id).collect();
+            let known: crate::model::FastSet<u64> = m.buffers.iter().map(|b| b.id).collect();
             let scan = values::scan(path, &|id| known.contains(&id), &|id| wanted.contains(&id))?;
             if let Some(total) = scan.total_bytes_used {
                 check_total(path, total, &m.allocations)?;

@@ -4,7 +4,7 @@ use crate::error::MemoryError;
 use crate::model::{unpadded_size, Allocation, Buffer, LabelSource, Liveness, ModuleData};
 use crate::proto::hlo::{decode_hlo_proto, decode_instruction_at, EventKind, ProtoInstruction};
 use crate::text::{buffer_assignment, live_range, live_range_key};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::Path;
 
 /// From `-buffer-assignment.txt` + `-live-range.txt` (values file and HLO text only for labels).
@@ -19,7 +19,7 @@ pub fn from_text(
     let ba = buffer_assignment::parse_file(ba_path)?;
     let mut allocations = Vec::with_capacity(ba.allocations.len());
     let mut buffers = Vec::new();
-    let mut seen_ids = HashSet::new();
+    let mut seen_ids: crate::model::FastSet<u64> = Default::default();
     // Lines of each buffer, for error messages.
     let mut buffer_lines = Vec::new();
     for a in &ba.allocations {

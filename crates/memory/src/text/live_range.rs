@@ -14,7 +14,6 @@
 
 use super::{clip, parse_u64, Lines};
 use crate::error::MemoryError;
-use std::collections::HashMap;
 use std::path::Path;
 
 #[derive(Debug, Default)]
@@ -23,7 +22,7 @@ pub struct LiveRangeText {
     pub max: u64,
     pub sequence: Vec<String>,
     /// `name{index}` → (start, end, line).
-    pub ranges: HashMap<String, (u64, u64, usize)>,
+    pub ranges: crate::model::FastMap<String, (u64, u64, usize)>,
 }
 
 /// `Ok(None)` when XLA wrote `HloLiveRange not available` (finalized assignment).
