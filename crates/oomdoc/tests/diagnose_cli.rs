@@ -1,0 +1,125 @@
+//! The `oomdoc diagnose` / `oomdoc explain` command lines and the JSON contract
+//! documented in the README.
+
+use serde_json::Value;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn oomdoc(args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_oomdoc"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(s) = stdin {
+        child.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
+    } else {
+        drop(child.stdin.take());
+    }
+    let out = child.wait_with_output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+fn example_log() -> String {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/train.log").display().to_string()
+}
+
+#[test]
+fn json_contract_on_the_bundled_example() {
+    let (code, out, err) = oomdoc(&["diagnose", &example_log(), "--format", "json"], None);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let findings = v["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 3, "{out}");
+    for f in findings {
+        for key in ["id", "code", "kind", "title", "platform", "phase", "memory_space", "sizes", "line", "end_line", "culprit", "cause", "fixes", "dead_ends", "references"] {
+            assert!(f.get(key).is_some(), "finding lacks `{key}`: {f}");
+        }
+        assert!(["oom", "other"].contains(&f["kind"].as_str().unwrap()));
+        assert!(["tpu", "cuda", "rocm", "mps", "cpu", "other"].contains(&f["platform"].as_str().unwrap()));
+        assert!(["compile", "load", "runtime"].contains(&f["phase"].as_str().unwrap()));
+        for (k, val) in f["sizes"].as_object().unwrap() {
+            assert!(["requested", "used", "limit", "excess", "free", "total", "reserved", "allocated", "reserved_unallocated"].contains(&k.as_str()));
+            assert!(val.is_u64(), "sizes are integers in bytes");
+        }
+    }
+    // PyTorch: repeated by two ranks, reported once, first fatal, fragmentation fix first.
+    let pt = &findings[0];
+    assert_eq!(pt["id"], "pytorch.cuda-oom");
+    assert_eq!(pt["line"], 10);
+    assert_eq!(pt["occurrences"], 2);
+    assert_eq!(pt["first_fatal"], true);
+    assert_eq!(pt["sizes"]["requested"], 3u64 << 30);
+    assert_eq!(pt["sizes"]["reserved_unallocated"], 7344394076u64);
+    assert!(pt["fixes"][0]["code"].as_str().unwrap().contains("expandable_segments:True"));
+    // Triton: GPU family from the limit.
+    let tr = &findings[1];
+    assert_eq!(tr["id"], "triton.shared-memory");
+    assert_eq!(tr["memory_space"], "shared");
+    assert_eq!(tr["sizes"]["requested"], 133136);
+    assert_eq!(tr["sizes"]["limit"], 101376);
+    assert!(tr["headline"].as_str().unwrap().contains("sm_86"));
+    // E1001: code from the log, vmem_limit_bytes computed from the numbers.
+    let tpu = &findings[2];
+    assert_eq!(tpu["id"], "tpu.scoped-vmem");
+    assert_eq!(tpu["code"], "E1001");
+    assert_eq!(tpu["memory_space"], "vmem");
+    assert_eq!(tpu["sizes"]["used"], 18u64 << 20);
+    assert_eq!(tpu["sizes"]["limit"], 16u64 << 20);
+    assert_eq!(tpu["sizes"]["excess"], 2u64 << 20);
+    assert_eq!(tpu["culprit"]["custom_call_target"], "tpu_custom_call");
+    assert_eq!(tpu["culprit"]["padded_bytes"], 16384u64 * 512 * 4);
+    assert!(tpu["fixes"][0]["code"].as_str().unwrap().contains("vmem_limit_bytes=18874368"));
+}
+
+#[test]
+fn expandable_segments_not_suggested_when_already_set() {
+    let log = "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB. GPU 0 has a total capacity of 79.33 GiB of which 1.66 GiB is free. Of the allocated memory 70.09 GiB is allocated by PyTorch, and 6.84 GiB is reserved by PyTorch but unallocated.\n";
+    let (_, out, _) = oomdoc(&["diagnose", "-", "--format", "json"], Some(log));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let fixes = v["findings"][0]["fixes"].as_array().unwrap();
+    assert!(!fixes.iter().any(|f| f["code"].as_str().unwrap_or("").contains("expandable_segments:True")), "{out}");
+}
+
+#[test]
+fn text_markdown_and_chinese() {
+    let (code, out, _) = oomdoc(&["diagnose", &example_log()], None);
+    assert_eq!(code, 0);
+    assert!(out.contains("error[E1001] tpu.scoped-vmem"), "{out}");
+    assert!(out.contains("over by 2.00 MiB (+12.5%)"));
+    assert!(!out.contains('\x1b'), "NO_COLOR respected");
+    let (_, md, _) = oomdoc(&["diagnose", &example_log(), "--format", "markdown"], None);
+    assert!(md.contains("### "));
+    let (_, zh, _) = oomdoc(&["diagnose", &example_log(), "--lang", "zh"], None);
+    assert!(zh.contains("需要 18.00 MiB"), "{zh}");
+}
+
+#[test]
+fn no_findings_and_bad_input() {
+    let (code, out, _) = oomdoc(&["diagnose", "-"], Some("epoch 1 loss 0.3\nmemory usage 10 GB\n"));
+    assert_eq!(code, 0);
+    assert!(out.contains("no accelerator memory failure found"));
+    let (code, _, err) = oomdoc(&["diagnose", "/nonexistent/log.txt"], None);
+    assert_eq!(code, 2);
+    assert!(err.starts_with("oomdoc: cannot read /nonexistent/log.txt"), "{err}");
+    assert_eq!(err.lines().count(), 1);
+    let (code, _, _) = oomdoc(&["diagnose", "--format", "yaml"], Some(""));
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn explain_by_code_id_and_list() {
+    let (code, out, _) = oomdoc(&["explain", "E1001"], None);
+    assert_eq!(code, 0);
+    assert!(out.contains("tpu.scoped-vmem") && out.contains("vmem_limit_bytes"));
+    let (_, out, _) = oomdoc(&["explain", "triton.shared-memory", "--lang", "zh"], None);
+    assert!(out.contains("共享内存"));
+    let (_, out, _) = oomdoc(&["explain", "--list"], None);
+    assert!(out.lines().count() >= 40, "{out}");
+    let (code, _, err) = oomdoc(&["explain", "E9999"], None);
+    assert_eq!(code, 2);
+    assert!(err.contains("no knowledge-base entry"));
+}
