@@ -282,4 +282,8 @@ pub struct Finding {
     pub references: Vec<RefOut>,
     /// The message itself (normalized, at most a few lines).
     pub excerpt: String,
+    /// With `--dump DIR`: the failing module's peak and largest buffers at the peak
+    /// (`oomdoc memory`'s module summary).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<serde_json::Value>,
 }

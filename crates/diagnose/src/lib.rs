@@ -18,6 +18,7 @@
 
 pub mod advise;
 pub mod context;
+pub mod dump;
 pub mod facts;
 pub mod finding;
 pub mod hardware;
@@ -40,6 +41,8 @@ use std::io::Read;
 pub struct Options {
     /// Language of titles, causes and fixes.
     pub lang: Lang,
+    /// An XLA dump directory (`--xla_dump_to`): attach the failing module's memory at its peak.
+    pub dump: Option<std::path::PathBuf>,
 }
 
 /// At most this many distinct findings are kept (repeats are counted, not stored).
@@ -106,6 +109,10 @@ impl Collector {
                 let expandable = expandable_global || context::shows_expandable_segments(&p.block_text);
                 let facts: Facts = facts::compute(&p.finding, &p.flags, &p.block_text, expandable);
                 let f = &mut p.finding;
+                if let Some(dir) = &opts.dump {
+                    dump::attach(f, dir);
+                }
+                let facts: Facts = if f.memory.is_some() { facts::compute(f, &p.flags, &p.block_text, expandable) } else { facts };
                 if f.framework.is_none() {
                     f.framework = context::frameworks(&p.block_text).first().map(|s| s.to_string());
                 }
@@ -181,6 +188,7 @@ fn build(hit: &Hit, flat: &normalize::Flat) -> Finding {
         dead_ends: Vec::new(),
         references: Vec::new(),
         excerpt,
+        memory: None,
     };
     if kind == Kind::Other {
         f.severity = if f.severity == Severity::Warning { Severity::Warning } else { Severity::Error };

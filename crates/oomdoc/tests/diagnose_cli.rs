@@ -123,3 +123,19 @@ fn explain_by_code_id_and_list() {
     assert_eq!(code, 2);
     assert!(err.contains("no knowledge-base entry"));
 }
+
+#[test]
+fn dump_attaches_the_failing_modules_memory() {
+    let dump = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../crates/memory/tests/fixtures/transformer_train_step");
+    let log = "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 80781468 bytes. [executable_name='jit_transformer_train_step']\n";
+    let (code, out, err) = oomdoc(&["diagnose", "-", "--format", "json", "--dump", dump.to_str().unwrap()], Some(log));
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let f = &v["findings"][0];
+    assert_eq!(f["id"], "xla-gpu.out-of-memory");
+    assert_eq!(f["memory"]["peak_bytes"], 80781468u64, "{out}");
+    assert!(!f["culprit"]["allocations"].as_array().unwrap().is_empty());
+    let (code, _, err) = oomdoc(&["diagnose", "-", "--dump", "/nonexistent"], Some(log));
+    assert_eq!(code, 2);
+    assert!(err.contains("--dump /nonexistent"));
+}

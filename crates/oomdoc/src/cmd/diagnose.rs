@@ -37,6 +37,10 @@ pub struct DiagnoseArgs {
     /// Colour in text output.
     #[arg(long, value_enum, default_value = "auto")]
     pub color: ColorChoice,
+    /// XLA dump directory (`XLA_FLAGS=--xla_dump_to=DIR`): attach the failing module's
+    /// peak and its largest buffers at the peak to each finding that names a module.
+    #[arg(long, value_name = "DIR")]
+    pub dump: Option<PathBuf>,
 }
 
 pub fn parse_lang(s: &str) -> Result<Lang, String> {
@@ -44,7 +48,12 @@ pub fn parse_lang(s: &str) -> Result<Lang, String> {
 }
 
 pub fn run(args: DiagnoseArgs) -> Result<(), CliError> {
-    let opts = Options { lang: args.lang };
+    if let Some(d) = &args.dump {
+        if !d.exists() {
+            return Err(CliError::usage(format!("--dump {}: no such file or directory", d.display())));
+        }
+    }
+    let opts = Options { lang: args.lang, dump: args.dump.clone() };
     let (reader, name): (Box<dyn Read>, String) = match &args.log {
         None => (Box::new(io::stdin().lock()), "standard input".into()),
         Some(p) if p.as_os_str() == "-" => (Box::new(io::stdin().lock()), "standard input".into()),
