@@ -1,10 +1,10 @@
 //! The only place the server calls the analysis libraries. Handlers and pages go
-//! through [`Engines`], so (1) switching an adapter to a library API that just
-//! landed is a one-line change here, and (2) tests can substitute an engine.
+//! through [`Engines`], so an engine is swapped in one place, and tests can
+//! substitute one.
 //!
 //! Each adapter returns the library's report as the CLI's JSON contract value
-//! (`serde_json::to_value(&report)`), which the API returns unchanged and the
-//! pages render.
+//! (`serde_json::to_value(&report)`, what `--format json` prints), which the API
+//! returns unchanged and the pages render.
 
 use oomdoc_kb::Lang;
 use serde_json::Value;
@@ -12,22 +12,30 @@ use std::path::Path;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EngineError {
-    /// This build has no such engine yet: answered with 501.
+    /// This build has no such engine: answered with 501.
     Unavailable(&'static str),
     /// The input cannot be analysed (bad spec, not a dump): 422 with this message.
     BadInput(String),
 }
 
-/// What a Pallas or Triton plan request carries: the same text `oomdoc plan` reads.
+/// A plan request: what `oomdoc plan pallas SPEC [--chip]` or
+/// `oomdoc plan triton --arch ARCH --configs FILE` reads.
 #[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PlanInput {
     /// `pallas` or `triton`.
     pub kind: String,
-    /// The spec (Pallas) or config (Triton) text.
+    /// Pallas: the spec (TOML, or JSON starting with `{`). Triton: the autotune configs (JSON).
     pub spec: String,
-    /// Chip or GPU name, e.g. `v5e`, `H100`.
+    /// Pallas: overrides the spec's chip (`v5e`). Triton: the GPU arch (`sm_90`), required.
     #[serde(default)]
     pub chip: Option<String>,
+    /// Triton dot type (default `fp16`, as the CLI).
+    #[serde(default)]
+    pub dtype: Option<String>,
+    /// Triton release (default `3.9`, as the CLI).
+    #[serde(default)]
+    pub triton_version: Option<String>,
 }
 
 pub type DiagnoseFn = fn(log: &[u8], lang: Lang) -> Result<Value, EngineError>;
@@ -37,9 +45,9 @@ pub type PlanFn = fn(input: &PlanInput) -> Result<Value, EngineError>;
 /// The memory report in both forms the server serves.
 #[derive(Debug, Clone)]
 pub struct MemoryReport {
-    /// `oomdoc memory --format json`.
+    /// `oomdoc memory DIR --format json`.
     pub json: Value,
-    /// `oomdoc memory --format html`: a complete, self-contained page.
+    /// `oomdoc memory DIR --format html`: a complete, self-contained page.
     pub html: String,
 }
 
@@ -56,23 +64,96 @@ impl Default for Engines {
     }
 }
 
-/// `oomdoc diagnose --format json`.
-// ADAPTER(diagnose): once oomdoc-diagnose exposes its API, replace the body with
-//     let opts = oomdoc_diagnose::Options { lang, ..Default::default() };
-//     let report = oomdoc_diagnose::diagnose_reader(log, &opts).map_err(|e| EngineError::BadInput(e.to_string()))?;
-//     serde_json::to_value(&report).map_err(|e| EngineError::BadInput(e.to_string()))
-pub fn diagnose(_log: &[u8], _lang: Lang) -> Result<Value, EngineError> {
-    Err(EngineError::Unavailable("the diagnose engine (crates/diagnose) is not in this build yet"))
+fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, EngineError> {
+    serde_json::to_value(v).map_err(|e| EngineError::BadInput(format!("report does not serialize: {e}")))
 }
 
-/// `oomdoc memory --format json|html` on an unpacked dump directory.
-// ADAPTER(memory): call oomdoc-memory's loader and its JSON/HTML renderers here.
-pub fn memory(_dump_dir: &Path) -> Result<MemoryReport, EngineError> {
-    Err(EngineError::Unavailable("the memory viewer (crates/memory) is not in this build yet"))
+/// `oomdoc diagnose --format json`. Invalid UTF-8 is the engine's business (it reads bytes).
+pub fn diagnose(log: &[u8], lang: Lang) -> Result<Value, EngineError> {
+    let opts = oomdoc_diagnose::Options { lang, ..Default::default() };
+    let report = oomdoc_diagnose::diagnose_reader(log, &opts).map_err(|e| EngineError::BadInput(e.to_string()))?;
+    to_value(&report)
 }
 
-/// `oomdoc plan --format json`.
-// ADAPTER(plan): call oomdoc-plan for `input.kind` ("pallas" | "triton") here.
-pub fn plan(_input: &PlanInput) -> Result<Value, EngineError> {
-    Err(EngineError::Unavailable("the kernel planner (crates/plan) is not in this build yet"))
+/// `oomdoc memory DIR --format json|html` with no module flag: every module is
+/// analysed for the module list, and the one with the largest peak is reported.
+// TODO(memory): this selection mirrors `crates/oomdoc/src/cmd/memory.rs`; once
+// oomdoc-memory exposes it as one function, call that here and there.
+pub fn memory(dump_dir: &Path) -> Result<MemoryReport, EngineError> {
+    use oomdoc_memory::{load_dump, render, ModuleListing, SourcePreference};
+    let dump = load_dump(dump_dir).map_err(|e| EngineError::BadInput(e.to_string()))?;
+    let mut listing = Vec::new();
+    let mut best: Option<oomdoc_memory::ModuleReport> = None;
+    let mut first_error = None;
+    for m in &dump.modules {
+        match m.analyze(SourcePreference::Auto) {
+            Ok(r) => {
+                listing.push(ModuleListing {
+                    name: m.name.clone(),
+                    program_id: m.program_id,
+                    peak_bytes: Some(r.peak_bytes),
+                    temp_bytes: Some(r.temp_bytes),
+                    error: None,
+                });
+                if best.as_ref().is_none_or(|b| r.peak_bytes > b.peak_bytes) {
+                    best = Some(r);
+                }
+            }
+            Err(e) => {
+                listing.push(ModuleListing {
+                    name: m.name.clone(),
+                    program_id: m.program_id,
+                    peak_bytes: None,
+                    temp_bytes: None,
+                    error: Some(e.to_string()),
+                });
+                first_error.get_or_insert(e.to_string());
+            }
+        }
+    }
+    let best = best.ok_or_else(|| {
+        EngineError::BadInput(first_error.unwrap_or_else(|| "no XLA module found in the upload".to_string()))
+    })?;
+    let report = oomdoc_memory::MemoryReport { modules: vec![best] };
+    Ok(MemoryReport { json: to_value(&report)?, html: render::html::render(&report, &listing) })
+}
+
+/// `oomdoc plan pallas SPEC [--chip C] --format json`, or
+/// `oomdoc plan triton --arch A --configs FILE [--dtype D] [--triton-version V] --format json`.
+pub fn plan(input: &PlanInput) -> Result<Value, EngineError> {
+    use oomdoc_plan::{pallas, triton};
+    let bad = |e: oomdoc_plan::PlanError| EngineError::BadInput(e.to_string());
+    let chip = input.chip.as_deref().map(str::trim).filter(|c| !c.is_empty());
+    match input.kind.as_str() {
+        "pallas" => {
+            let mut spec = pallas::parse_spec(&input.spec).map_err(bad)?;
+            if let Some(c) = chip {
+                spec.chip = oomdoc_hw::tpu_chip(c)
+                    .ok_or_else(|| EngineError::BadInput(format!("`chip`: unknown TPU `{c}`")))?;
+            }
+            to_value(&pallas::plan(&spec).map_err(bad)?)
+        }
+        "triton" => {
+            let arch_name = chip.ok_or_else(|| EngineError::BadInput("`chip`: the GPU arch (sm_80, sm_90, …) is required".into()))?;
+            let arch = oomdoc_hw::gpu_arch(arch_name)
+                .ok_or_else(|| EngineError::BadInput(format!("`chip`: unknown GPU arch `{arch_name}`")))?;
+            let dtype_name = input.dtype.as_deref().unwrap_or("fp16");
+            let dtype = triton::TritonDType::parse(dtype_name)
+                .ok_or_else(|| EngineError::BadInput(format!("`dtype`: `{dtype_name}` is not a Triton dot type")))?;
+            let version_name = input.triton_version.as_deref().unwrap_or("3.9");
+            let version = triton::TritonVersion::parse(version_name)
+                .ok_or_else(|| EngineError::BadInput(format!("`triton_version`: `{version_name}` is not a Triton release")))?;
+            let configs = triton::parse_configs(&input.spec).map_err(bad)?;
+            let verdicts = triton::judge_configs(arch, version, dtype, &configs);
+            let (fitting, dropped): (Vec<_>, Vec<_>) = verdicts.into_iter().partition(|v| v.fits);
+            // The shape of the CLI's `--configs` report.
+            Ok(serde_json::json!({
+                "arch": arch.arch,
+                "limit_bytes": arch.shared_optin_per_block.value,
+                "fitting": to_value(&fitting)?,
+                "dropped": to_value(&dropped)?,
+            }))
+        }
+        other => Err(EngineError::BadInput(format!("`kind` must be \"pallas\" or \"triton\", not `{other}`"))),
+    }
 }

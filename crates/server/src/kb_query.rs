@@ -72,36 +72,17 @@ impl KbFilter {
     }
 }
 
-/// One row of `GET /api/v1/kb`: the entry's own fields, minus the long ones.
-#[derive(Debug, Serialize)]
-pub struct EntrySummary<'a> {
-    pub id: &'a str,
-    pub code: Option<&'a str>,
-    pub code_name: Option<&'a str>,
-    pub kind: &'a oomdoc_kb::Kind,
-    pub platform: &'a oomdoc_kb::Platform,
-    pub also_platforms: &'a [oomdoc_kb::Platform],
-    pub phase: &'a oomdoc_kb::Phase,
-    pub memory_space: Option<&'a str>,
-    pub severity: &'a oomdoc_kb::Severity,
-    pub title: &'a oomdoc_kb::Text,
-}
-
-impl<'a> From<&'a Entry> for EntrySummary<'a> {
-    fn from(e: &'a Entry) -> Self {
-        EntrySummary {
-            id: &e.id,
-            code: e.code.as_deref(),
-            code_name: e.code_name.as_deref(),
-            kind: &e.kind,
-            platform: &e.platform,
-            also_platforms: &e.also_platforms,
-            phase: &e.phase,
-            memory_space: e.memory_space.as_deref(),
-            severity: &e.severity,
-            title: &e.title,
-        }
-    }
+/// One row of `GET /api/v1/kb`: the same object as `oomdoc explain --list --format json`.
+pub fn list_row(e: &Entry, lang: Lang) -> serde_json::Value {
+    serde_json::json!({
+        "id": e.id,
+        "code": e.code,
+        "kind": e.kind,
+        "platform": e.platform,
+        "phase": e.phase,
+        "memory_space": e.memory_space,
+        "title": e.title.get(lang),
+    })
 }
 
 pub const PLATFORMS: &[&str] = &["tpu", "cuda", "rocm", "mps", "cpu", "other"];

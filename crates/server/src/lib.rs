@@ -9,7 +9,6 @@
 pub mod config;
 pub mod db;
 pub mod engines;
-pub mod entry_markdown;
 pub mod error;
 pub mod feedback;
 pub mod html;

@@ -79,8 +79,16 @@ fn kb_list_filters_and_searches() {
     let on_platform = s.get(&format!("/api/v1/kb?platform={platform}")).json();
     let ids: Vec<&str> = on_platform.as_array().unwrap().iter().map(|x| x["id"].as_str().unwrap()).collect();
     assert!(ids.contains(&e.id.as_str()));
-    assert!(on_platform.as_array().unwrap().iter().all(|x| x["platform"] == platform
-        || x["also_platforms"].as_array().unwrap().iter().any(|p| p == platform)));
+    for row in on_platform.as_array().unwrap() {
+        let entry = KnowledgeBase::get().by_id(row["id"].as_str().unwrap()).unwrap();
+        let on = std::iter::once(&entry.platform).chain(&entry.also_platforms).any(|p| serde_json::to_value(p).unwrap() == platform);
+        assert!(on, "{} is not on {platform}", entry.id);
+    }
+    // Rows are `oomdoc explain --list --format json` rows, the title in the language asked for.
+    let row = all.as_array().unwrap().iter().find(|x| x["id"] == e.id.as_str()).unwrap();
+    assert_eq!(row["title"], e.title.en.as_str());
+    let zh = s.get("/api/v1/kb?lang=zh").json();
+    assert!(zh.as_array().unwrap().iter().any(|x| x["title"] == e.title.zh.as_str()));
 
     let phase = serde_json::to_value(e.phase).unwrap();
     let by_phase = s.get(&format!("/api/v1/kb?phase={}", phase.as_str().unwrap())).json();
@@ -127,11 +135,11 @@ fn entry_page_json_markdown_and_chinese() {
     assert_eq!(s.get(&format!("/kb/{}.json", e.id)).json(), expected);
     assert_eq!(s.get(&format!("/api/v1/kb/{}", e.id)).json(), expected);
 
+    // The Markdown is `oomdoc explain` text.
     let md = s.get(&format!("/kb/{}.md", e.id));
     assert!(md.header("content-type").unwrap().starts_with("text/markdown"));
-    assert!(md.text().starts_with(&format!("# {}", e.title.en)));
-    let md_zh = s.get(&format!("/kb/{}.md?lang=zh", e.id)).text();
-    assert!(md_zh.starts_with(&format!("# {}", e.title.zh)));
+    assert_eq!(md.text(), oomdoc_kb::to_markdown(e, Lang::En));
+    assert_eq!(s.get(&format!("/kb/{}.md?lang=zh", e.id)).text(), oomdoc_kb::to_markdown(e, Lang::Zh));
 
     // Vendor codes redirect to the entry's id.
     if let Some(code) = KnowledgeBase::get().entries().iter().find_map(|e| e.code.clone().map(|c| (c, e.id.clone()))) {
@@ -403,7 +411,7 @@ fn engines_not_in_this_build_answer_501() {
         assert_eq!(r.status, 501);
         assert!(r.json()["error"]["message"].as_str().unwrap().contains("not in this build"));
     }
-    let plan = PlanInput { kind: "pallas".into(), spec: String::new(), chip: None };
+    let plan = PlanInput { kind: "pallas".into(), spec: String::new(), chip: None, dtype: None, triton_version: None };
     if let Err(EngineError::Unavailable(_)) = (probe.plan)(&plan) {
         let r = s.post_json("/api/v1/plan", &json!({ "kind": "pallas", "spec": "x" }));
         assert_eq!(r.status, 501);
@@ -534,4 +542,131 @@ fn static_assets_and_security_headers() {
     assert_eq!(r.header("x-request-id"), Some("proxy-123"));
     let r = request(s.addr(), "GET", "/healthz", &[("X-Request-Id", "<bad id>")], b"");
     assert_ne!(r.header("x-request-id"), Some("<bad id>"));
+}
+
+/// The real engine, on every knowledge-base example: the API answers exactly what the
+/// library (and so `oomdoc diagnose --format json`) answers, and the page shows each finding.
+#[test]
+fn diagnose_real_logs_matches_the_cli_contract() {
+    let engines = Engines::default();
+    if let Err(EngineError::Unavailable(_)) = (engines.diagnose)(b"", Lang::En) {
+        println!("skipped: no diagnose engine in this build");
+        return;
+    }
+    let s = TestServer::start(engines);
+    let mut checked = 0;
+    for e in KnowledgeBase::get().entries() {
+        let Some(example) = e.examples.first() else { continue };
+        let expected_id = example.expect.id.clone().unwrap_or_else(|| e.id.clone());
+        let r = s.post("/api/v1/diagnose", "text/plain", example.text.as_bytes());
+        assert_eq!(r.status, 200, "{}: {}", e.id, r.text());
+        let opts = oomdoc_diagnose::Options { lang: Lang::En, ..Default::default() };
+        let library = serde_json::to_value(oomdoc_diagnose::diagnose_text(&example.text, &opts)).unwrap();
+        assert_eq!(r.json(), library, "{}: API differs from the library", e.id);
+        let (ctype, body) = multipart(&[("log", None, example.text.as_bytes())]);
+        let page = s.post("/", &ctype, &body).text();
+        assert!(page.contains(&format!("data-finding=\"{expected_id}\"")), "{}: finding not on the page", e.id);
+        checked += 1;
+    }
+    assert!(checked > 0);
+    // The bundled example log, in Chinese.
+    let log = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/train.log")).unwrap();
+    let r = s.post("/api/v1/diagnose?lang=zh", "text/plain", &log);
+    let library = oomdoc_diagnose::diagnose_reader(&log[..], &oomdoc_diagnose::Options { lang: Lang::Zh, ..Default::default() }).unwrap();
+    assert_eq!(r.json(), serde_json::to_value(library).unwrap());
+}
+
+const PALLAS_SPEC: &str = r#"
+chip = "v5e"
+grid = [64, 64]
+[[inputs]]
+name = "a"
+shape = [8192, 8192]
+dtype = "float32"
+block = [128, 8192]
+[[inputs]]
+name = "b"
+shape = [8192, 8192]
+dtype = "float32"
+block = [8192, 128]
+[[outputs]]
+name = "c"
+shape = [8192, 8192]
+dtype = "float32"
+block = [128, 128]
+"#;
+
+#[test]
+fn plan_pallas_and_triton_match_the_library() {
+    let s = TestServer::start(Engines::default());
+    let probe = PlanInput { kind: "pallas".into(), spec: PALLAS_SPEC.into(), chip: None, dtype: None, triton_version: None };
+    let expected = match (Engines::default().plan)(&probe) {
+        Err(EngineError::Unavailable(_)) => return println!("skipped: no planner in this build"),
+        other => other.unwrap(),
+    };
+    let spec = oomdoc_plan::pallas::parse_spec(PALLAS_SPEC).unwrap();
+    assert_eq!(expected, serde_json::to_value(oomdoc_plan::pallas::plan(&spec).unwrap()).unwrap());
+    let r = s.post_json("/api/v1/plan", &json!({ "kind": "pallas", "spec": PALLAS_SPEC }));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json(), expected);
+    let r = s.post_json("/api/v1/plan", &json!({ "kind": "pallas", "spec": PALLAS_SPEC, "chip": "v6e" }));
+    assert_eq!(r.status, 200);
+    assert_ne!(r.json(), expected, "--chip overrides the spec's chip");
+
+    let configs = r#"[{"BLOCK_M":128,"BLOCK_N":128,"BLOCK_K":64,"num_stages":3,"num_warps":4},
+                      {"BLOCK_M":256,"BLOCK_N":256,"BLOCK_K":128,"num_stages":8,"num_warps":8}]"#;
+    let r = s.post_json("/api/v1/plan", &json!({ "kind": "triton", "chip": "sm_86", "spec": configs }));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let j = r.json();
+    assert_eq!(j["arch"], "sm_86");
+    assert_eq!(j["fitting"].as_array().unwrap().len() + j["dropped"].as_array().unwrap().len(), 2);
+    assert_eq!(j["dropped"].as_array().unwrap().len(), 1, "{j}");
+
+    // Bad input: 422 naming the field; the page keeps what was typed.
+    let r = s.post_json("/api/v1/plan", &json!({ "kind": "pallas", "spec": "chip = \"v99\"" }));
+    assert_eq!(r.status, 422, "{}", r.text());
+    let r = s.post_json("/api/v1/plan", &json!({ "kind": "triton", "spec": configs }));
+    assert_eq!(r.status, 422);
+    assert!(r.json()["error"]["message"].as_str().unwrap().contains("arch"));
+    let form = "kind=pallas&chip=v99x&spec=%3Cscript%3E";
+    let r = s.post("/plan", "application/x-www-form-urlencoded", form.as_bytes());
+    assert_eq!(r.status, 422);
+    assert!(r.text().contains("&lt;script&gt;") && r.text().contains("v99x"));
+    let r = s.post("/plan", "application/x-www-form-urlencoded", format!("kind=pallas&chip=&spec={}", urlencode(PALLAS_SPEC)).as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.text().contains("vmem"));
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes().map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
+}
+
+#[test]
+fn memory_of_a_real_dump_matches_the_library() {
+    let fixture = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../memory/tests/fixtures/mlp_train_step"));
+    let expected = match (Engines::default().memory)(fixture) {
+        Err(EngineError::Unavailable(_)) => return println!("skipped: no memory viewer in this build"),
+        other => other.unwrap(),
+    };
+    let s = TestServer::start(Engines::default());
+    let files: Vec<(String, Vec<u8>)> = std::fs::read_dir(fixture)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_file())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+        .collect();
+    let parts: Vec<(&str, Option<&str>, &[u8])> = files.iter().map(|(n, b)| ("dump", Some(n.as_str()), b.as_slice())).collect();
+    let (ctype, body) = multipart(&parts);
+    let r = s.post("/api/v1/memory", &ctype, &body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json(), expected.json);
+    let page = s.post("/memory", &ctype, &body);
+    assert_eq!(page.status, 200);
+    assert!(page.text().contains("<svg") && page.text().contains("jit_mlp_train_step"));
+    assert!(!page.header("content-security-policy").unwrap().contains("script-src"), "the report runs no script");
+
+    // Not a dump: 422 with the library's message.
+    let (ctype, body) = multipart(&[("dump", Some("notes.txt"), b"hello")]);
+    let r = s.post("/api/v1/memory", &ctype, &body);
+    assert_eq!(r.status, 422, "{}", r.text());
 }

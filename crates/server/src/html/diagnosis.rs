@@ -46,6 +46,25 @@ fn sizes_table(sizes: &serde_json::Map<String, Value>) -> Markup {
     }
 }
 
+/// Allocations listed in the message; columns are the keys present, in the contract's order.
+fn allocations_table(allocations: &[Value]) -> Markup {
+    const COLUMNS: &[&str] = &["rank", "size", "unpadded_size", "padding", "expansion", "shape", "op_name", "label", "allocation_type", "source"];
+    let present: Vec<&str> = COLUMNS.iter().copied().filter(|c| allocations.iter().any(|a| a.get(*c).is_some())).collect();
+    let cell = |a: &Value, c: &str| -> String {
+        match (c, a.get(c)) {
+            ("size" | "unpadded_size" | "padding", Some(Value::Number(n))) => n.as_u64().map(oomdoc_units::format_bytes).unwrap_or_default(),
+            (_, Some(v)) => scalar(v),
+            (_, None) => String::new(),
+        }
+    };
+    html! {
+        table.allocations {
+            tr { @for c in &present { th { (c) } } }
+            @for a in allocations { tr { @for c in &present { td { (cell(a, c)) } } } }
+        }
+    }
+}
+
 fn reference_item(r: &Value) -> Markup {
     match r {
         Value::String(s) => html! { (reference(s, s)) },
@@ -61,27 +80,39 @@ pub fn finding(f: &Value, outcomes: Option<&BTreeMap<String, FixOutcomes>>, lang
     let platform = s(f, "platform");
     html! {
         section.finding data-finding=(id) {
-            h2 {
-                (s(f, "title").unwrap_or(id))
-            }
+            h2 { (s(f, "title").unwrap_or(id)) }
+            @if let Some(h) = s(f, "headline") { p.headline { strong { (h) } } }
             p.meta {
                 @if !id.is_empty() { a href=(entry_href(id, lang)) { code { (id) } } }
                 @if let Some(c) = s(f, "code") { " · " code { (c) } }
-                @for key in ["platform", "phase", "memory_space", "severity"] {
+                @for key in ["platform", "phase", "memory_space", "severity", "framework"] {
                     @if let Some(v) = s(f, key) { " · " (v) }
                 }
+                @if let Some(n) = f.get("occurrences").and_then(Value::as_u64).filter(|n| *n > 1) { " · ×" (n) }
                 @if let Some(line) = f.get("line").and_then(Value::as_u64) {
                     " · line " (line)
                     @if let Some(end) = f.get("end_line").and_then(Value::as_u64).filter(|e| *e != line) { "–" (end) }
                 }
             }
+            @if let Some(excerpt) = s(f, "excerpt") { pre.excerpt { (excerpt) } }
             @if let Some(sizes) = f.get("sizes").and_then(Value::as_object).filter(|m| !m.is_empty()) {
                 (sizes_table(sizes))
+            }
+            @let derived = items(f, "derived");
+            @if !derived.is_empty() {
+                ul.derived { @for d in derived {
+                    li { (s(d, "name").unwrap_or("")) " = " (d.get("bytes").and_then(Value::as_u64).map(oomdoc_units::format_bytes).unwrap_or_default())
+                         @if let Some(formula) = s(d, "formula") { " " span.muted { "(" (formula) ")" } } }
+                } }
             }
             @if let Some(culprit) = f.get("culprit").and_then(Value::as_object).filter(|m| !m.is_empty()) {
                 h3 { "Culprit" }
                 table.culprit {
-                    @for (k, v) in culprit { tr { th { (k) } td { code { (scalar(v)) } } } }
+                    @for (k, v) in culprit.iter().filter(|(_, v)| !v.is_array()) { tr { th { (k) } td { code { (scalar(v)) } } } }
+                }
+                @let allocations = items(&f["culprit"], "allocations");
+                @if !allocations.is_empty() {
+                    (allocations_table(allocations))
                 }
             }
             @if let Some(cause) = s(f, "cause") {

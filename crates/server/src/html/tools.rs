@@ -2,6 +2,7 @@
 
 use super::{layout, t};
 use maud::{html, Markup};
+use crate::engines::PlanInput;
 use oomdoc_kb::Lang;
 
 pub fn memory_form(lang: Lang, max_bytes: usize) -> Markup {
@@ -23,22 +24,31 @@ pub fn memory_form(lang: Lang, max_bytes: usize) -> Markup {
     )
 }
 
-pub fn plan_form(lang: Lang, kind: &str, spec: &str, chip: &str, error: Option<&str>) -> Markup {
+/// The plan form, refilled with `input` after an error.
+pub fn plan_form(lang: Lang, input: Option<&PlanInput>, error: Option<&str>) -> Markup {
+    let kind = input.map_or("pallas", |i| i.kind.as_str());
+    let field = |f: fn(&PlanInput) -> Option<&str>| input.and_then(f).unwrap_or("").to_string();
     layout(
         t(lang, "plan"),
         lang,
         html! {
             h1 { "Plan on-chip memory of a kernel" }
             @if let Some(e) = error { p.error-message { (e) } }
-            p { "Paste a Pallas TPU spec or a Triton config; the plan is the same as " code { "oomdoc plan --format json" } "." }
+            p { "Paste a Pallas TPU spec (as for " code { "oomdoc plan pallas SPEC" } ") or Triton autotune configs (as for "
+                code { "oomdoc plan triton --arch ARCH --configs FILE" } "); the plan is the same as their " code { "--format json" } "." }
             form id="plan-form" method="post" action="/plan" {
-                label { "Kind " select name="kind" {
-                    option value="pallas" selected[kind != "triton"] { "Pallas (TPU)" }
-                    option value="triton" selected[kind == "triton"] { "Triton (GPU)" }
-                } }
-                " "
-                label { "Chip / GPU " input name="chip" value=(chip) placeholder="v5e, H100…" maxlength="40"; }
-                textarea name="spec" rows="14" spellcheck="false" { (spec) }
+                p {
+                    label { "Kind " select name="kind" {
+                        option value="pallas" selected[kind != "triton"] { "Pallas (TPU spec)" }
+                        option value="triton" selected[kind == "triton"] { "Triton (GPU configs)" }
+                    } }
+                    " "
+                    label { "Chip / GPU arch " input name="chip" value=(field(|i| i.chip.as_deref())) placeholder="v5e / sm_90" maxlength="40"; }
+                    " "
+                    label { "Triton dtype " input name="dtype" value=(field(|i| i.dtype.as_deref())) placeholder="fp16" maxlength="20"; }
+                }
+                textarea name="spec" rows="16" spellcheck="false" { (field(|i| Some(i.spec.as_str()))) }
+                @if lang == Lang::Zh { input type="hidden" name="lang" value="zh"; }
                 button type="submit" { "Plan" }
             }
         },

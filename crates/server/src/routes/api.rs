@@ -1,7 +1,7 @@
 //! `/api/v1`: the CLI's JSON contracts over HTTP.
 
 use super::{input, Shared};
-use crate::{error::AppError, feedback::FeedbackRequest, kb_query::{EntrySummary, KbFilter}};
+use crate::{error::AppError, feedback::FeedbackRequest, kb_query::{list_row, KbFilter}};
 use axum::{
     extract::{Path, Request, State},
     http::{header, StatusCode},
@@ -18,8 +18,10 @@ pub async fn diagnose(State(state): State<Shared>, req: Request) -> Result<Json<
     Ok(Json(state.diagnose_and_maybe_store(sub).await?))
 }
 
-pub async fn kb_list(axum::extract::Query(filter): axum::extract::Query<KbFilter>) -> Json<Vec<EntrySummary<'static>>> {
-    Json(filter.apply(KnowledgeBase::get()).into_iter().map(EntrySummary::from).collect())
+/// `oomdoc explain --list --format json`, filtered like `/kb`.
+pub async fn kb_list(axum::extract::Query(filter): axum::extract::Query<KbFilter>) -> Json<Vec<Value>> {
+    let lang = filter.lang();
+    Json(filter.apply(KnowledgeBase::get()).into_iter().map(|e| list_row(e, lang)).collect())
 }
 
 fn find_entry(key: &str) -> Result<&'static oomdoc_kb::Entry, AppError> {

@@ -86,7 +86,7 @@ pub async fn kb_entry(
     Ok(match format {
         "json" => axum::Json(entry).into_response(),
         "md" => {
-            let mut r = crate::entry_markdown::render(entry, lang).into_response();
+            let mut r = oomdoc_kb::to_markdown(entry, lang).into_response();
             r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/markdown; charset=utf-8"));
             r
         }
@@ -142,11 +142,11 @@ pub async fn memory_form(State(state): State<Shared>, Query(q): Query<LangQuery>
 pub async fn memory(State(state): State<Shared>, req: Request) -> Result<Response, AppError> {
     let report = state.memory_report(req).await?;
     let mut r = axum::response::Html(report.html).into_response();
-    // The report is a self-contained page with its own inline style and script.
+    // The report is a self-contained page with inline style and SVG, and no script.
     r.headers_mut().insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'self'",
+            "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'",
         ),
     );
     Ok(r)
@@ -158,22 +158,30 @@ pub struct PlanForm {
     spec: String,
     #[serde(default)]
     chip: Option<String>,
+    #[serde(default)]
+    dtype: Option<String>,
     lang: Option<String>,
 }
 
 pub async fn plan_form(Query(q): Query<LangQuery>) -> Page {
-    Page(tools::plan_form(q.lang(), "pallas", "", "", None))
+    Page(tools::plan_form(q.lang(), None, None))
 }
 
 pub async fn plan(State(state): State<Shared>, Form(form): Form<PlanForm>) -> Result<Response, AppError> {
     let lang = form.lang.as_deref().and_then(Lang::parse).unwrap_or_default();
-    let input = crate::engines::PlanInput { kind: form.kind, spec: form.spec, chip: form.chip.filter(|c| !c.trim().is_empty()) };
+    let given = |v: Option<String>| v.filter(|s| !s.trim().is_empty());
+    let input = crate::engines::PlanInput {
+        kind: form.kind,
+        spec: form.spec,
+        chip: given(form.chip),
+        dtype: given(form.dtype),
+        triton_version: None,
+    };
     match state.plan(input.clone()).await {
         Ok(plan) => Ok(Page(tools::plan_result(lang, &plan)).into_response()),
         // A bad spec goes back to the form with the message, keeping what was typed.
         Err(AppError::Unprocessable(msg)) => {
-            let page = tools::plan_form(lang, &input.kind, &input.spec, input.chip.as_deref().unwrap_or(""), Some(&msg));
-            Ok((StatusCode::UNPROCESSABLE_ENTITY, Page(page)).into_response())
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, Page(tools::plan_form(lang, Some(&input), Some(&msg)))).into_response())
         }
         Err(e) => Err(e),
     }

@@ -91,10 +91,34 @@ pub fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &st
     read_response(&mut s)
 }
 
+/// Reads one response: up to Content-Length, the last chunk, or EOF (some servers,
+/// chromedriver among them, keep the connection open despite `Connection: close`).
 pub fn read_response(s: &mut TcpStream) -> Resp {
     let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        if response_complete(&raw) {
+            break;
+        }
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+        }
+    }
     parse_response(&raw)
+}
+
+fn response_complete(raw: &[u8]) -> bool {
+    let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") else { return false };
+    let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
+    let body = &raw[end + 4..];
+    if let Some(len) = head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse::<usize>().ok()) {
+        return body.len() >= len;
+    }
+    if head.contains("transfer-encoding: chunked") {
+        return body.ends_with(b"0\r\n\r\n");
+    }
+    false
 }
 
 pub fn parse_response(raw: &[u8]) -> Resp {

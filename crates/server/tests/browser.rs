@@ -1,0 +1,198 @@
+//! Browser tests: headless Chromium, driven over WebDriver (chromedriver), against
+//! the real server. They skip (and pass) when Chromium or chromedriver is missing;
+//! `crates/server/ci-install.sh` installs both.
+
+mod common;
+
+use common::*;
+use oomdoc_kb::{KnowledgeBase, Lang};
+use oomdoc_server::{engines::EngineError, Engines};
+use serde_json::{json, Value};
+use std::{
+    net::{SocketAddr, TcpListener},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+        .unwrap_or(false)
+}
+
+/// A chromedriver process and one browser session; both end on drop.
+struct Browser {
+    driver: Child,
+    addr: SocketAddr,
+    session: String,
+    _profile: tempfile::TempDir,
+}
+
+const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+impl Browser {
+    fn start() -> Option<Browser> {
+        let chromium = ["chromium", "chromium-browser"].into_iter().find(|c| on_path(c));
+        if chromium.is_none() || !on_path("chromedriver") {
+            println!("skipped: chromium not installed (run crates/server/ci-install.sh)");
+            return None;
+        }
+        let binary = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+            .map(|d| d.join(chromium.unwrap()))
+            .find(|p| p.is_file())
+            .unwrap();
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let driver = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(addr).is_err() {
+            assert!(Instant::now() < deadline, "chromedriver did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let profile = tempfile::tempdir().unwrap();
+        let mut browser = Browser { driver, addr, session: String::new(), _profile: profile };
+        let caps = json!({ "capabilities": { "alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": binary,
+                "args": [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+                    format!("--user-data-dir={}", browser._profile.path().display()),
+                ],
+            },
+        } } });
+        let r = browser.call("POST", "/session", Some(caps));
+        browser.session = r["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {r}")).to_string();
+        browser.call_session("POST", "/timeouts", Some(json!({ "implicit": 10_000, "pageLoad": 30_000 })));
+        Some(browser)
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let r = request(self.addr, method, path, &[("Content-Type", "application/json")], body.as_bytes());
+        let v = r.json()["value"].clone();
+        assert!(r.status == 200, "WebDriver {method} {path}: {} {v}", r.status);
+        v
+    }
+
+    fn call_session(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        self.call(method, &format!("/session/{}{path}", self.session), body)
+    }
+
+    fn goto(&self, url: &str) {
+        self.call_session("POST", "/url", Some(json!({ "url": url })));
+    }
+
+    /// Waits (implicit wait) for the element.
+    fn find(&self, css: &str) -> String {
+        let v = self.call_session("POST", "/element", Some(json!({ "using": "css selector", "value": css })));
+        v[ELEMENT_KEY].as_str().unwrap().to_string()
+    }
+
+    fn text(&self, css: &str) -> String {
+        let e = self.find(css);
+        self.call_session("GET", &format!("/element/{e}/text"), None).as_str().unwrap_or("").to_string()
+    }
+
+    fn click(&self, css: &str) {
+        let e = self.find(css);
+        self.call_session("POST", &format!("/element/{e}/click"), Some(json!({})));
+    }
+
+    fn script(&self, js: &str) -> Value {
+        self.script_with(js, json!([]))
+    }
+
+    fn script_with(&self, js: &str, args: Value) -> Value {
+        self.call_session("POST", "/execute/sync", Some(json!({ "script": js, "args": args })))
+    }
+
+    /// Put text into a field as a paste does (typing a long log key by key is slow and
+    /// turns some characters into key presses).
+    fn paste_into(&self, css: &str, text: &str) {
+        self.find(css);
+        self.script_with("document.querySelector(arguments[0]).value = arguments[1];", json!([css, text]));
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if !self.session.is_empty() {
+            let _ = request(self.addr, "DELETE", &format!("/session/{}", self.session), &[], b"");
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+/// Used when this build has no diagnose engine yet: one finding on the entry under test.
+fn stand_in_diagnose(_log: &[u8], lang: Lang) -> Result<Value, EngineError> {
+    let e = entry_with_fix();
+    Ok(json!({ "findings": [{
+        "id": e.id, "code": e.code, "kind": "oom", "title": e.title.get(lang), "platform": "tpu", "phase": "compile",
+        "sizes": { "used": 39027261u64, "limit": 33554432u64 }, "line": 1, "end_line": 1, "culprit": {}, "cause": "stand-in",
+        "fixes": [{ "id": e.fixes[0].id, "title": e.fixes[0].title.get(lang) }], "dead_ends": [], "references": [],
+    }]}))
+}
+
+/// A real message from the knowledge base and the entry it must be diagnosed as, with
+/// the engines to use: the real diagnose engine when this build has it.
+fn log_and_engines() -> (String, String, Engines) {
+    let real = Engines::default();
+    if !matches!((real.diagnose)(b"", Lang::En), Err(EngineError::Unavailable(_))) {
+        let (entry, example) = KnowledgeBase::get()
+            .entries()
+            .iter()
+            .find_map(|e| e.examples.first().map(|x| (e, x)))
+            .expect("a knowledge-base example");
+        let id = example.expect.id.clone().unwrap_or_else(|| entry.id.clone());
+        return (example.text.clone(), id, real);
+    }
+    println!("note: no diagnose engine in this build; the page is tested with a stand-in finding");
+    let log = "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem.\n<script>alert(1)</script>";
+    (log.to_string(), entry_with_fix().id.clone(), Engines { diagnose: stand_in_diagnose, ..Engines::default() })
+}
+
+#[test]
+fn paste_a_log_open_an_entry_in_both_languages_and_submit_feedback() {
+    let Some(browser) = Browser::start() else { return };
+    let (log, expected_id, engines) = log_and_engines();
+    let server = TestServer::start(engines);
+    let base = format!("http://{}", server.addr());
+
+    // 1. Paste a log, see the finding.
+    browser.goto(&format!("{base}/"));
+    browser.paste_into("#log", &log);
+    browser.click("#diagnose-submit");
+    let finding = browser.find(&format!("section.finding[data-finding='{expected_id}']"));
+    assert!(!finding.is_empty());
+    let e = KnowledgeBase::get().by_id(&expected_id).unwrap();
+    assert!(browser.text("section.finding h2").contains(e.title.en.as_str()));
+    assert_eq!(browser.script("return window.__xss === undefined && document.querySelectorAll('main script').length"), json!(0));
+
+    // 2. Open the entry from the finding, then in Chinese.
+    browser.click(&format!("section.finding a[href='/kb/{expected_id}']"));
+    assert_eq!(browser.text("h1"), e.title.en);
+    browser.click("p.alt-formats a[hreflang='zh']");
+    assert_eq!(browser.text("h1"), e.title.zh);
+    assert_eq!(browser.script("return document.documentElement.lang"), json!("zh-CN"));
+    browser.click("p.alt-formats a[hreflang='en']");
+    assert_eq!(browser.text("h1"), e.title.en);
+
+    // 3. Submit feedback on the first fix: the script posts JSON and thanks in place.
+    let fix = &e.fixes[0].id;
+    browser.click(&format!("div.fix[data-fix='{fix}'] button.worked"));
+    assert!(browser.text(&format!("div.fix[data-fix='{fix}'] .thanks")).contains("Thanks"));
+    let o = server.get(&format!("/api/v1/kb/{expected_id}/outcomes")).json();
+    let reported = o["fixes"].as_array().unwrap().iter().find(|f| f["fix"] == fix.as_str()).unwrap().clone();
+    assert_eq!((reported["reports"].as_u64(), reported["worked"].as_u64()), (Some(1), Some(1)));
+    // After a reload the count is on the page.
+    browser.goto(&format!("{base}/kb/{expected_id}"));
+    assert!(browser.text(&format!("div.fix[data-fix='{fix}'] .outcome")).starts_with("1 reports"));
+}
