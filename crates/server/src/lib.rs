@@ -38,12 +38,17 @@ pub struct AppState {
     pub config: Config,
     pub db: Db,
     pub engines: Engines,
+    /// Analyses running at once: beyond a few per core they only queue and hold memory
+    /// (a 16 MiB log each), so later requests wait here instead.
+    analysis_slots: tokio::sync::Semaphore,
 }
 
 impl AppState {
     pub fn open(config: Config, engines: Engines) -> Result<Arc<AppState>, String> {
         let db = Db::open(&config.db_path).map_err(|e| e.to_string())?;
-        Ok(Arc::new(AppState { config, db, engines }))
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let analysis_slots = tokio::sync::Semaphore::new(2 * cores);
+        Ok(Arc::new(AppState { config, db, engines, analysis_slots }))
     }
 
     /// Run SQLite work off the async workers (a commit waits for fsync).
@@ -55,6 +60,15 @@ impl AppState {
         Ok(tokio::task::spawn_blocking(move || f(&state.db)).await??)
     }
 
+    /// Run an analysis engine on the blocking pool, a bounded number at a time.
+    async fn analyse<T: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce() -> Result<T, engines::EngineError> + Send + 'static,
+    ) -> Result<T, AppError> {
+        let _slot = self.analysis_slots.acquire().await.map_err(|e| AppError::Internal(e.to_string()))?;
+        Ok(tokio::task::spawn_blocking(f).await??)
+    }
+
     /// Diagnose a log; keep it only when the user ticked the box.
     pub async fn diagnose_and_maybe_store(self: &Arc<Self>, sub: routes::input::LogSubmission) -> Result<Value, AppError> {
         let diagnose = self.engines.diagnose;
@@ -62,7 +76,7 @@ impl AppState {
         let store = sub.store;
         let log = Arc::new(sub.bytes);
         let for_engine = log.clone();
-        let report = tokio::task::spawn_blocking(move || diagnose(&for_engine, lang)).await??;
+        let report = self.analyse(move || diagnose(&for_engine, lang)).await?;
         if store {
             self.with_db(move |db| db.insert_log(&log)).await?;
         }
@@ -90,12 +104,12 @@ impl AppState {
     pub async fn memory_report(self: &Arc<Self>, req: axum::extract::Request) -> Result<engines::MemoryReport, AppError> {
         let upload = routes::input::read_dump(req, self.config.limits.dump_bytes).await?;
         let memory = self.engines.memory;
-        Ok(tokio::task::spawn_blocking(move || memory(&upload.root)).await??)
+        self.analyse(move || memory(&upload.root)).await
     }
 
     pub async fn plan(self: &Arc<Self>, input: engines::PlanInput) -> Result<Value, AppError> {
         let plan = self.engines.plan;
-        Ok(tokio::task::spawn_blocking(move || plan(&input)).await??)
+        self.analyse(move || plan(&input)).await
     }
 
     pub async fn check_db(self: &Arc<Self>) -> Result<(), AppError> {
@@ -149,7 +163,12 @@ pub async fn run(
 }
 
 fn runtime(workers: usize) -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(workers.max(1)).enable_all().build()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers.max(1))
+        // SQLite calls and analyses; analyses are further bounded by `analysis_slots`.
+        .max_blocking_threads(64)
+        .enable_all()
+        .build()
 }
 
 /// SIGTERM (service managers, `docker stop`) or Ctrl-C.

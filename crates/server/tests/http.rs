@@ -566,6 +566,18 @@ fn diagnose_real_logs_matches_the_cli_contract() {
         let (ctype, body) = multipart(&[("log", None, example.text.as_bytes())]);
         let page = s.post("/", &ctype, &body).text();
         assert!(page.contains(&format!("data-finding=\"{expected_id}\"")), "{}: finding not on the page", e.id);
+
+        // The same message with hostile text inside it, a very long line and invalid UTF-8.
+        let mut hostile = example.text.replacen('\n', "\n<script>alert(1)</script><img src=x onerror=alert(2)>\n", 1).into_bytes();
+        hostile.extend_from_slice(b"\n");
+        hostile.extend(std::iter::repeat(b'<').take(200_000));
+        hostile.extend_from_slice(b"\n\xff\xfe<script>alert(3)</script>\n");
+        let (ctype, body) = multipart(&[("file", Some("job.log"), &hostile)]);
+        let r = s.post("/", &ctype, &body);
+        assert_eq!(r.status, 200, "{}", e.id);
+        let page = r.text();
+        assert!(!page.contains("<script>alert") && !page.contains("<img src=x"), "{}: unescaped log text", e.id);
+        assert!(!page.contains("<<"), "{}: raw angle brackets from the log", e.id);
         checked += 1;
     }
     assert!(checked > 0);
