@@ -106,7 +106,7 @@ pub fn finding(f: &Value, outcomes: Option<&BTreeMap<String, FixOutcomes>>, lang
                 } }
             }
             @if let Some(culprit) = f.get("culprit").and_then(Value::as_object).filter(|m| !m.is_empty()) {
-                h3 { "Culprit" }
+                h3 { (t(lang, "culprit")) }
                 table.culprit {
                     @for (k, v) in culprit.iter().filter(|(_, v)| !v.is_array()) { tr { th { (k) } td { code { (scalar(v)) } } } }
                 }
@@ -132,7 +132,7 @@ pub fn finding(f: &Value, outcomes: Option<&BTreeMap<String, FixOutcomes>>, lang
                             @if let Some(v) = s(fix, "versions") { p.versions { (t(lang, "versions")) ": " (v) } }
                             @let refs = items(fix, "references");
                             @if !refs.is_empty() {
-                                p.refs { @for r in refs { (reference_item(r)) " " } }
+                                p.refs { @for (i, r) in refs.iter().enumerate() { @if i > 0 { " · " } (reference_item(r)) } }
                             }
                             @if !id.is_empty() && !fix_id.is_empty() {
                                 div.measured {
@@ -170,15 +170,15 @@ pub fn report_page(report: &Value, outcomes: &OutcomesByEntry, stored_log: bool,
         html! {
             h1 { (t(lang, "diagnose")) }
             @if findings.is_empty() {
-                p.no-findings { "No memory failure found in this log. If it does contain one, the knowledge base may not know its message yet." }
+                p.no-findings { (t(lang, "no_findings")) }
             } @else {
-                p.muted { (findings.len()) " finding" @if findings.len() != 1 { "s" } }
+                p.muted { (findings.len()) " " (t(lang, "findings")) }
                 @for f in findings {
                     (finding(f, s(f, "id").and_then(|id| outcomes.get(id)), lang))
                 }
             }
-            @if stored_log { p.muted { "You chose to keep this log on the server." } }
-            p { a href="/" { "Diagnose another log" } }
+            @if stored_log { p.muted { (t(lang, "kept_log")) } }
+            p { a href=(if lang == Lang::Zh { "/?lang=zh" } else { "/" }) { (t(lang, "another_log")) } }
         },
     )
 }

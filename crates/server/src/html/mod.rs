@@ -82,6 +82,14 @@ pub fn t(lang: Lang, key: &'static str) -> &'static str {
         "worked_rate" => ("worked", "有效"),
         "by_hardware" => ("By platform and hardware", "按平台和硬件"),
         "hardware" => ("Hardware", "硬件"),
+        "culprit" => ("Culprit", "出错位置"),
+        "findings" => ("findings", "个问题"),
+        "no_findings" => (
+            "No memory failure found in this log. If it does contain one, the knowledge base may not know its message yet.",
+            "此日志中没有发现内存故障。如果其中确有故障，可能是知识库尚未收录该报错。",
+        ),
+        "another_log" => ("Diagnose another log", "诊断另一个日志"),
+        "kept_log" => ("You chose to keep this log on the server.", "你选择了将此日志保存在服务器上。"),
         _ => (key, key),
     };
     match lang {
@@ -223,9 +231,9 @@ pub fn feedback_form(entry: &str, fix: &str, platform: Option<&str>, lang: Lang)
                 label { (t(lang, "versions")) " " input name="version" placeholder="jax 0.4.38, torch 2.5…" maxlength="100"; }
                 label { "Note " input name="note" maxlength="500"; }
             }
-            button type="submit" name="outcome" value="worked" class="worked" { "👍 " (t(lang, "worked")) }
+            button type="submit" name="outcome" value="worked" class="worked" { (t(lang, "worked")) }
             " "
-            button type="submit" name="outcome" value="did-not-work" class="did-not-work" { "👎 " (t(lang, "did_not_work")) }
+            button type="submit" name="outcome" value="did-not-work" class="did-not-work" { (t(lang, "did_not_work")) }
         }
     }
 }
