@@ -82,3 +82,18 @@ fn repeated_traceback_from_workers_is_one_finding() {
     assert!(ooms[0].first_fatal);
     assert_eq!(ooms[0].line, 1);
 }
+
+#[test]
+fn multibyte_text_before_a_message_never_splits_a_character() {
+    // Lookbehind windows start at a fixed byte distance before the message.
+    for pad in 0..3 {
+        let prefix = "a".repeat(pad) + &"内存".repeat(400);
+        for msg in [
+            "Ran out of memory in memory space vmem.",
+            "failed to allocate 1.00G (1073741824 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY",
+        ] {
+            let r = diagnose_text(&format!("{prefix}{msg}\n"), &Options::default());
+            serde_json::to_string(&r).unwrap();
+        }
+    }
+}

@@ -4,7 +4,7 @@
 //! `allocator.cc` (AllocatorStats::DebugString), `xla/service/buffer_assignment.cc`,
 //! `hlo_rematerialization.cc`, `gpu_hlo_schedule.cc` and the CUDA/ROCm driver wrappers.
 
-use super::{alloc_shape, has, shape_bytes, window, Hit};
+use super::{alloc_shape, has, shape_bytes, window, window_before, Hit};
 use crate::finding::{Allocation, Confidence, SizeKey};
 use crate::grammar;
 use oomdoc_kb::{Phase, Platform};
@@ -146,8 +146,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.detail("driver_error", c["err"].to_string());
             h.platform = Some(if c["err"].starts_with("CUDA") { Platform::Cuda } else { Platform::Rocm });
             // TensorFlow prints the device's memory when it creates it, just before.
-            let before = &t[m.start().saturating_sub(2000)..m.start()];
-            let before = before.get(before.len().saturating_sub(1600)..).unwrap_or(before);
+            let before = window_before(t, m.start(), 1600);
             if let Some(tm) = tf_total_mem().captures(before) {
                 h.size(SizeKey::Total, &tm["v"]);
             }

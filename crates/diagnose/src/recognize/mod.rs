@@ -219,6 +219,15 @@ pub fn window(t: &str, start: usize, max: usize) -> &str {
     &t[start..end]
 }
 
+/// Up to `max` bytes of text ending at `end`, cut at a char boundary.
+pub fn window_before(t: &str, end: usize, max: usize) -> &str {
+    let mut start = end.saturating_sub(max);
+    while !t.is_char_boundary(start) {
+        start += 1;
+    }
+    &t[start..end]
+}
+
 /// Parse an XLA shape token and fill padded/unpadded bytes into a culprit or allocation.
 pub fn shape_bytes(shape: &str) -> (Option<u64>, Option<u64>) {
     match oomdoc_units::Shape::parse(shape) {

@@ -2,7 +2,7 @@
 //! `docs/errors/error_1000.md`, `error_1001.md`, `error_0100.md`, `error_0101.md`,
 //! `error_3000.md`, `error_3001.md`, and public user logs).
 
-use super::{alloc_shape, has, shape_bytes, window, Hit};
+use super::{alloc_shape, has, shape_bytes, window, window_before, Hit};
 use crate::finding::{Allocation, SizeKey};
 use crate::grammar;
 use oomdoc_kb::{Phase, Platform};
@@ -228,8 +228,7 @@ fn compile_time(t: &str, hits: &mut Vec<Hit>) {
         // ("raises RuntimeError(\"Ran out of memory in memory space vmem...\")").
         let bare = h.sizes.is_empty() && h.culprit.allocations.is_empty() && h.culprit.op.is_none() && !h.flags.contains("legacy_message");
         if bare {
-            let before = &t[start.saturating_sub(300)..*start];
-            let before = before.get(before.len().saturating_sub(200)..).unwrap_or(before);
+            let before = window_before(t, *start, 200);
             let stated = ["RESOURCE_EXHAUSTED", "Resource exhausted", "compile permanent error", "Compilation failure", "E1000", "E1001", "CompileTime"].iter().any(|w| before.contains(w));
             if !stated {
                 continue;
