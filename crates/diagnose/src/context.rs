@@ -58,12 +58,7 @@ pub fn exception_near(t: &str, at: usize) -> Option<String> {
 /// The absl status code printed before the message on its line.
 pub fn status_near(t: &str, at: usize) -> Option<String> {
     let line_start = t[..at].rfind('\n').map_or(0, |i| i + 1);
-    let end = (at + 40).min(t.len());
-    let mut end = end;
-    while !t.is_char_boundary(end) {
-        end -= 1;
-    }
-    let seg = &t[line_start..end];
+    let seg = crate::recognize::window(t, line_start, at - line_start + 40);
     status().captures_iter(seg).last().map(|c| {
         let s = &c["s"];
         if s == "Resource exhausted" {

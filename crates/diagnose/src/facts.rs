@@ -290,9 +290,8 @@ fn family_facts(f: &Finding, x: &mut Facts) {
                 let fit = (free as u128 * 100 / total as u128) as u64;
                 x.var("gpu_memory_utilization_fit", format!("0.{fit:02}"));
             }
-            if let Some(req) = s.requested {
+            if s.requested.is_some() {
                 x.var("others_h", format_bytes(total.saturating_sub(free)));
-                let _ = req;
             }
         }
     }

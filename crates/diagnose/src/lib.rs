@@ -107,12 +107,12 @@ impl Collector {
             .into_iter()
             .map(|mut p| {
                 let expandable = expandable_global || context::shows_expandable_segments(&p.block_text);
-                let facts: Facts = facts::compute(&p.finding, &p.flags, &p.block_text, expandable);
                 let f = &mut p.finding;
+                // The dump may add the buffers at the peak, which the facts then count.
                 if let Some(dir) = &opts.dump {
                     dump::attach(f, dir);
                 }
-                let facts: Facts = if f.memory.is_some() { facts::compute(f, &p.flags, &p.block_text, expandable) } else { facts };
+                let facts: Facts = facts::compute(f, &p.flags, &p.block_text, expandable);
                 if f.framework.is_none() {
                     f.framework = context::frameworks(&p.block_text).first().map(|s| s.to_string());
                 }

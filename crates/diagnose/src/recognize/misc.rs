@@ -11,6 +11,7 @@ grammar!(vllm_v1, r"(?P<a>{SZ}) KV cache is needed, which is larger than the ava
 grammar!(vllm_tokens, r"max seq len \((?P<len>\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((?P<tok>\d+)\)");
 grammar!(vllm_negative, r"Available KV cache memory:\s*-(?P<v>{SZ})");
 grammar!(vllm_free, r"(?i:free memory) on device(?: (?P<dev>[\w:]+))? \((?P<free>[\d.]+)/(?P<total>[\d.]+) (?P<unit>[KMGT]i?B)\) on startup is less than desired GPU memory utilization \((?P<util>[\d.]+), (?P<req>{SZ})\)");
+grammar!(vllm_total, r"total_gpu_memory=(?P<v>{SZ})");
 grammar!(killed_process, r"Killed process (?P<pid>\d+) \((?P<name>[^)]+)\)");
 grammar!(kb_field, r"(?P<k>total-vm|anon-rss|file-rss|shmem-rss):\s*(?P<v>[\d,]+)\s*kB");
 grammar!(oom_kill_event, r"oom-kill:constraint=|\bOOMKilled\b|invoked oom-killer|oom[-_]kill events?|srun: error: [^\n]*: Out Of Memory|Memory cgroup out of memory");
@@ -23,52 +24,37 @@ grammar!(tt_l1, r"Not enough space to allocate (?P<req>\d+) B (?P<kind>\w+) buff
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     if has(t, "cache blocks") {
         for m in vllm_blocks().find_iter(t) {
-            let mut h = Hit::new("vllm.no-cache-blocks", m.start(), m.end());
-            h.platform = Some(Platform::Cuda);
-            h.phase = Some(Phase::Load);
-            h.space("device");
-            h.flag("framework_vllm");
+            let mut h = vllm_hit("vllm.no-cache-blocks", m.start(), m.end());
             if let Some(e) = t[m.end()..].find("initializing the engine.") {
                 if e < 200 {
                     h.end = m.end() + e + "initializing the engine.".len();
                 }
             }
-            h.priority = 10;
             hits.push(h);
         }
     }
     if has(t, "stored in KV cache") {
         for c in vllm_tokens().captures_iter(t) {
             let m = c.get(0).unwrap();
-            let mut h = Hit::new("vllm.no-cache-blocks", m.start(), m.end());
+            let mut h = vllm_hit("vllm.no-cache-blocks", m.start(), m.end());
             h.detail("max_model_len", c["len"].parse::<u64>().ok()).detail("kv_cache_tokens", c["tok"].parse::<u64>().ok());
-            h.platform = Some(Platform::Cuda);
-            h.phase = Some(Phase::Load);
-            h.space("device");
-            h.flag("framework_vllm");
-            h.priority = 10;
             hits.push(h);
         }
     }
     if has(t, "Available KV cache memory: -") {
         for c in vllm_negative().captures_iter(t) {
             let m = c.get(0).unwrap();
-            let mut h = Hit::new("vllm.no-cache-blocks", m.start(), m.end());
+            let mut h = vllm_hit("vllm.no-cache-blocks", m.start(), m.end());
             if let Some(p) = oomdoc_units::parse_size(&c["v"]) {
                 h.detail("available_kv_cache_bytes", -(p.bytes as i128) as i64);
             }
-            h.platform = Some(Platform::Cuda);
-            h.phase = Some(Phase::Load);
-            h.space("device");
-            h.flag("framework_vllm");
-            h.priority = 10;
             hits.push(h);
         }
     }
     if has(t, "on startup is less than desired") {
         for c in vllm_free().captures_iter(t) {
             let m = c.get(0).unwrap();
-            let mut h = Hit::new("vllm.insufficient-free-memory", m.start(), m.end());
+            let mut h = vllm_hit("vllm.insufficient-free-memory", m.start(), m.end());
             let unit = &c["unit"];
             h.size(SizeKey::Free, &format!("{} {unit}", &c["free"])).size(SizeKey::Total, &format!("{} {unit}", &c["total"]));
             h.cap_size(SizeKey::Requested, &c, "req");
@@ -76,30 +62,21 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             if let Some(d) = c.name("dev") {
                 h.culprit.device = Some(d.as_str().to_string());
             }
-            h.platform = Some(Platform::Cuda);
-            h.phase = Some(Phase::Load);
-            h.space("device");
-            h.flag("framework_vllm").flag("other_processes");
-            h.priority = 10;
+            h.flag("other_processes");
             hits.push(h);
         }
     }
     if has(t, "KV cache") {
         for c in vllm_v1().captures_iter(t) {
             let m = c.get(0).unwrap();
-            let mut h = Hit::new("vllm.no-cache-blocks", m.start(), m.end());
+            let mut h = vllm_hit("vllm.no-cache-blocks", m.start(), m.end());
             h.cap_size(SizeKey::Requested, &c, "a").cap_size(SizeKey::Limit, &c, "b");
-            h.platform = Some(Platform::Cuda);
-            h.phase = Some(Phase::Load);
-            h.space("device");
-            h.flag("framework_vllm");
-            h.priority = 10;
             hits.push(h);
         }
     }
     if has(t, "Memory profiling results") || has(t, "total_gpu_memory=") {
         // vLLM's profiling summary states the device's total memory.
-        if let Some(c) = crate::recognize::re(r"total_gpu_memory=(?P<v>{SZ})").captures(t) {
+        if let Some(c) = vllm_total().captures(t) {
             for h in hits.iter_mut().filter(|h| h.id.starts_with("vllm.")) {
                 h.cap_size(SizeKey::Total, &c, "v");
             }
@@ -200,6 +177,17 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
+}
+
+/// vLLM fails while loading, before serving, over device memory.
+fn vllm_hit(id: &'static str, start: usize, end: usize) -> Hit {
+    let mut h = Hit::new(id, start, end);
+    h.platform = Some(Platform::Cuda);
+    h.phase = Some(Phase::Load);
+    h.space("device");
+    h.flag("framework_vllm");
+    h.priority = 10;
+    h
 }
 
 fn host_hit(id: &'static str, start: usize, end: usize) -> Hit {
