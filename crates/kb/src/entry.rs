@@ -303,6 +303,19 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
 ];
 
 impl Entry {
+    /// One row of the entry list (`oomdoc explain --list --format json`, `GET /api/v1/kb`).
+    pub fn list_row(&self, lang: Lang) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.id,
+            "code": self.code,
+            "kind": self.kind,
+            "platform": self.platform,
+            "phase": self.phase,
+            "memory_space": self.memory_space,
+            "title": self.title.get(lang),
+        })
+    }
+
     /// Check the entry against the schema rules that TOML typing cannot express.
     pub fn validate(&self) -> Result<(), String> {
         let id_ok = self.id.contains('.')

@@ -31,4 +31,4 @@ pub use dump::{load_dump, load_dump_paths, Dump, DumpModule, ModuleFiles, Source
 pub use error::MemoryError;
 pub use gpu_oom::{parse_buffer_assignment_oom_report, GpuOomReport, GpuPeakBuffer};
 pub use report::{BufferAtPeak, MemoryReport, ModuleReport, TimelinePoint};
-pub use summary::{list_modules, summarize_module, ModuleListing, ModuleSummary};
+pub use summary::{list_modules, summarize_module, AllModules, ModuleListing, ModuleSummary};

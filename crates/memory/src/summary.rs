@@ -1,7 +1,8 @@
 //! Small entry points for other tools: the module list with peaks, and a module's
 //! peak plus its largest buffers (what `oomdoc diagnose --dump` attaches to a finding).
 
-use crate::dump::{load_dump, SourcePreference};
+use crate::dump::{load_dump, Dump, SourcePreference};
+use crate::report::ModuleReport;
 use crate::error::MemoryError;
 use crate::report::BufferAtPeak;
 use serde::Serialize;
@@ -18,17 +19,55 @@ pub struct ModuleListing {
     pub error: Option<String>,
 }
 
+/// Every module of a dump analysed: a listing line for each, the reports of those
+/// that could be analysed, and the first error of those that could not.
+pub struct AllModules {
+    pub listing: Vec<ModuleListing>,
+    pub reports: Vec<ModuleReport>,
+    pub first_error: Option<MemoryError>,
+}
+
+impl AllModules {
+    /// Index in `reports` of the module with the largest peak (the first one on ties).
+    pub fn largest(&self) -> Option<usize> {
+        self.reports.iter().enumerate().max_by(|a, b| a.1.peak_bytes.cmp(&b.1.peak_bytes).then(b.0.cmp(&a.0))).map(|(i, _)| i)
+    }
+
+    /// The largest module's report, or why there is none.
+    pub fn into_largest(mut self) -> Result<ModuleReport, Option<MemoryError>> {
+        match self.largest() {
+            Some(i) => Ok(self.reports.swap_remove(i)),
+            None => Err(self.first_error),
+        }
+    }
+}
+
+impl Dump {
+    /// Analyse every module (what the module list and "largest by default" need).
+    pub fn analyze_all(&self, source: SourcePreference) -> AllModules {
+        let mut all = AllModules { listing: Vec::new(), reports: Vec::new(), first_error: None };
+        for m in &self.modules {
+            let (peak_bytes, temp_bytes, error) = match m.analyze(source) {
+                Ok(r) => {
+                    let line = (Some(r.peak_bytes), Some(r.temp_bytes), None);
+                    all.reports.push(r);
+                    line
+                }
+                Err(e) => {
+                    let line = (None, None, Some(e.to_string()));
+                    all.first_error.get_or_insert(e);
+                    line
+                }
+            };
+            all.listing.push(ModuleListing { name: m.name.clone(), program_id: m.program_id, peak_bytes, temp_bytes, error });
+        }
+        all
+    }
+}
+
 /// Every module in a dump with its peak, in program-id order.
 pub fn list_modules(dump: &Path) -> Result<Vec<ModuleListing>, MemoryError> {
-    let dump = load_dump(dump)?;
-    Ok(dump
-        .modules
-        .iter()
-        .map(|m| match m.analyze(SourcePreference::Auto) {
-            Ok(r) => ModuleListing { name: m.name.clone(), program_id: m.program_id, peak_bytes: Some(r.peak_bytes), temp_bytes: Some(r.temp_bytes), error: None },
-            Err(e) => ModuleListing { name: m.name.clone(), program_id: m.program_id, peak_bytes: None, temp_bytes: None, error: Some(e.to_string()) },
-        })
-        .collect())
+    Ok(load_dump(dump)?.analyze_all(SourcePreference::Auto).listing)
 }
 
 /// A module's peak and its largest buffers at the peak.
@@ -54,17 +93,10 @@ pub struct ModuleSummary {
 pub fn summarize_module(dump: &Path, module_hint: &str, top_n: usize) -> Result<ModuleSummary, MemoryError> {
     let d = load_dump(dump)?;
     let report = if module_hint.trim().is_empty() {
-        let mut best = None;
-        for m in &d.modules {
-            if let Ok(r) = m.analyze(SourcePreference::Auto) {
-                if best.as_ref().map_or(true, |b: &crate::ModuleReport| r.peak_bytes > b.peak_bytes) {
-                    best = Some(r);
-                }
-            }
-        }
-        match best {
-            Some(r) => r,
-            None => d.modules[0].analyze(SourcePreference::Auto)?,
+        match d.analyze_all(SourcePreference::Auto).into_largest() {
+            Ok(r) => r,
+            Err(Some(e)) => return Err(e),
+            Err(None) => d.modules[0].analyze(SourcePreference::Auto)?,
         }
     } else {
         d.select(module_hint)?.analyze(SourcePreference::Auto)?

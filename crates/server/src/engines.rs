@@ -77,42 +77,13 @@ pub fn diagnose(log: &[u8], lang: Lang) -> Result<Value, EngineError> {
 
 /// `oomdoc memory DIR --format json|html` with no module flag: every module is
 /// analysed for the module list, and the one with the largest peak is reported.
-// TODO(memory): this selection mirrors `crates/oomdoc/src/cmd/memory.rs`; once
-// oomdoc-memory exposes it as one function, call that here and there.
 pub fn memory(dump_dir: &Path) -> Result<MemoryReport, EngineError> {
-    use oomdoc_memory::{load_dump, render, ModuleListing, SourcePreference};
+    use oomdoc_memory::{load_dump, render, SourcePreference};
     let dump = load_dump(dump_dir).map_err(|e| EngineError::BadInput(e.to_string()))?;
-    let mut listing = Vec::new();
-    let mut best: Option<oomdoc_memory::ModuleReport> = None;
-    let mut first_error = None;
-    for m in &dump.modules {
-        match m.analyze(SourcePreference::Auto) {
-            Ok(r) => {
-                listing.push(ModuleListing {
-                    name: m.name.clone(),
-                    program_id: m.program_id,
-                    peak_bytes: Some(r.peak_bytes),
-                    temp_bytes: Some(r.temp_bytes),
-                    error: None,
-                });
-                if best.as_ref().is_none_or(|b| r.peak_bytes > b.peak_bytes) {
-                    best = Some(r);
-                }
-            }
-            Err(e) => {
-                listing.push(ModuleListing {
-                    name: m.name.clone(),
-                    program_id: m.program_id,
-                    peak_bytes: None,
-                    temp_bytes: None,
-                    error: Some(e.to_string()),
-                });
-                first_error.get_or_insert(e.to_string());
-            }
-        }
-    }
-    let best = best.ok_or_else(|| {
-        EngineError::BadInput(first_error.unwrap_or_else(|| "no XLA module found in the upload".to_string()))
+    let mut all = dump.analyze_all(SourcePreference::Auto);
+    let listing = std::mem::take(&mut all.listing);
+    let best = all.into_largest().map_err(|first_error| {
+        EngineError::BadInput(first_error.map_or_else(|| "no XLA module found in the upload".to_string(), |e| e.to_string()))
     })?;
     let report = oomdoc_memory::MemoryReport { modules: vec![best] };
     Ok(MemoryReport { json: to_value(&report)?, html: render::html::render(&report, &listing) })

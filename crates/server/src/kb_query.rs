@@ -73,17 +73,6 @@ impl KbFilter {
 }
 
 /// One row of `GET /api/v1/kb`: the same object as `oomdoc explain --list --format json`.
-pub fn list_row(e: &Entry, lang: Lang) -> serde_json::Value {
-    serde_json::json!({
-        "id": e.id,
-        "code": e.code,
-        "kind": e.kind,
-        "platform": e.platform,
-        "phase": e.phase,
-        "memory_space": e.memory_space,
-        "title": e.title.get(lang),
-    })
-}
 
 pub const PLATFORMS: &[&str] = &["tpu", "cuda", "rocm", "mps", "cpu", "other"];
 pub const PHASES: &[&str] = &["compile", "load", "runtime"];

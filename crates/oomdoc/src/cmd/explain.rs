@@ -34,11 +34,7 @@ pub fn run(args: ExplainArgs) -> Result<(), CliError> {
     if args.list {
         match args.format {
             Format::Json => {
-                let list: Vec<_> = kb
-                    .entries()
-                    .iter()
-                    .map(|e| serde_json::json!({"id": e.id, "code": e.code, "kind": e.kind, "platform": e.platform, "phase": e.phase, "memory_space": e.memory_space, "title": e.title.get(args.lang)}))
-                    .collect();
+                let list: Vec<_> = kb.entries().iter().map(|e| e.list_row(args.lang)).collect();
                 writeln!(out, "{}", serde_json::to_string_pretty(&list).expect("serializes"))?;
             }
             Format::Text => {

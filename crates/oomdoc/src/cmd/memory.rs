@@ -73,29 +73,15 @@ pub fn run(args: MemoryArgs) -> Result<(), CliError> {
         vec![analyze(module, source)?]
     } else {
         // Every module is analysed to list its peak; keep the reports for --all.
-        let mut all = Vec::new();
-        let mut first_error = None;
-        for m in &dump.modules {
-            match m.analyze(source) {
-                Ok(r) => {
-                    listing.push(ModuleListing { name: m.name.clone(), program_id: m.program_id, peak_bytes: Some(r.peak_bytes), temp_bytes: Some(r.temp_bytes), error: None });
-                    all.push(r);
-                }
-                Err(e) => {
-                    listing.push(ModuleListing { name: m.name.clone(), program_id: m.program_id, peak_bytes: None, temp_bytes: None, error: Some(e.to_string()) });
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-        if all.is_empty() {
-            let e = first_error.map(|e| e.to_string()).unwrap_or_else(|| "no module could be analysed".into());
-            return Err(CliError::usage(e));
-        }
+        let mut all = dump.analyze_all(source);
+        listing = std::mem::take(&mut all.listing);
         if args.all || args.list {
-            all
+            if all.reports.is_empty() {
+                return Err(no_module(all.first_error));
+            }
+            all.reports
         } else {
-            let best = all.iter().enumerate().max_by(|a, b| a.1.peak_bytes.cmp(&b.1.peak_bytes).then(b.0.cmp(&a.0))).map(|(i, _)| i).unwrap_or(0);
-            vec![all.swap_remove(best)]
+            vec![all.into_largest().map_err(no_module)?]
         }
     };
 
@@ -137,6 +123,10 @@ pub fn run(args: MemoryArgs) -> Result<(), CliError> {
             Ok(())
         }
     }
+}
+
+fn no_module(first_error: Option<oomdoc_memory::MemoryError>) -> CliError {
+    CliError::usage(first_error.map(|e| e.to_string()).unwrap_or_else(|| "no module could be analysed".into()))
 }
 
 fn analyze(module: &DumpModule, source: SourcePreference) -> Result<ModuleReport, CliError> {

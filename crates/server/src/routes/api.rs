@@ -1,7 +1,7 @@
 //! `/api/v1`: the CLI's JSON contracts over HTTP.
 
 use super::{input, Shared};
-use crate::{error::AppError, feedback::FeedbackRequest, kb_query::{list_row, KbFilter}};
+use crate::{error::AppError, feedback::FeedbackRequest, kb_query::KbFilter};
 use axum::{
     extract::{Path, Request, State},
     http::{header, StatusCode},
@@ -21,7 +21,7 @@ pub async fn diagnose(State(state): State<Shared>, req: Request) -> Result<Json<
 /// `oomdoc explain --list --format json`, filtered like `/kb`.
 pub async fn kb_list(axum::extract::Query(filter): axum::extract::Query<KbFilter>) -> Json<Vec<Value>> {
     let lang = filter.lang();
-    Json(filter.apply(KnowledgeBase::get()).into_iter().map(|e| list_row(e, lang)).collect())
+    Json(filter.apply(KnowledgeBase::get()).into_iter().map(|e| e.list_row(lang)).collect())
 }
 
 fn find_entry(key: &str) -> Result<&'static oomdoc_kb::Entry, AppError> {
