@@ -381,6 +381,23 @@ pub fn max_fitting_stages(arch: &GpuArch, version: TritonVersion, dtype: TritonD
 
 // ------------------------------------------------------------------------ --configs ---
 
+/// The `--configs` report (JSON contract of `oomdoc plan triton --configs` and
+/// `POST /api/v1/plan`): the configs that fit and those dropped, in input order.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigsReport {
+    pub arch: String,
+    pub limit_bytes: u64,
+    pub fitting: Vec<ConfigVerdict>,
+    pub dropped: Vec<ConfigVerdict>,
+}
+
+impl ConfigsReport {
+    pub fn new(arch: &oomdoc_hw::GpuArch, verdicts: &[ConfigVerdict]) -> ConfigsReport {
+        let (fitting, dropped) = verdicts.iter().cloned().partition(|v| v.fits);
+        ConfigsReport { arch: arch.arch.clone(), limit_bytes: arch.shared_optin_per_block.value, fitting, dropped }
+    }
+}
+
 /// One entry of `--configs`: the config and its verdict.
 #[derive(Debug, Clone, Serialize)]
 pub struct ConfigVerdict {

@@ -116,14 +116,7 @@ pub fn plan(input: &PlanInput) -> Result<Value, EngineError> {
                 .ok_or_else(|| EngineError::BadInput(format!("`triton_version`: `{version_name}` is not a Triton release")))?;
             let configs = triton::parse_configs(&input.spec).map_err(bad)?;
             let verdicts = triton::judge_configs(arch, version, dtype, &configs);
-            let (fitting, dropped): (Vec<_>, Vec<_>) = verdicts.into_iter().partition(|v| v.fits);
-            // The shape of the CLI's `--configs` report.
-            Ok(serde_json::json!({
-                "arch": arch.arch,
-                "limit_bytes": arch.shared_optin_per_block.value,
-                "fitting": to_value(&fitting)?,
-                "dropped": to_value(&dropped)?,
-            }))
+            to_value(&triton::ConfigsReport::new(arch, &verdicts))
         }
         other => Err(EngineError::BadInput(format!("`kind` must be \"pallas\" or \"triton\", not `{other}`"))),
     }

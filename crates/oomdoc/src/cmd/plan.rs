@@ -308,14 +308,6 @@ fn run_matmul(a: MatmulArgs, format: Format) -> Result<(), CliError> {
     }
 }
 
-#[derive(Serialize)]
-struct ConfigsReport {
-    arch: String,
-    limit_bytes: u64,
-    fitting: Vec<triton::ConfigVerdict>,
-    dropped: Vec<triton::ConfigVerdict>,
-}
-
 fn run_triton(a: TritonArgs, format: Format) -> Result<(), CliError> {
     let arch = oomdoc_hw::gpu_arch(&a.arch).ok_or_else(|| {
         let known: Vec<&str> = oomdoc_hw::table().gpu.iter().map(|g| g.arch.as_str()).collect();
@@ -326,8 +318,7 @@ fn run_triton(a: TritonArgs, format: Format) -> Result<(), CliError> {
     if let Some(path) = &a.configs {
         let configs = triton::parse_configs(&read_input(path)?).map_err(usage)?;
         let verdicts = triton::judge_configs(arch, version, dtype, &configs);
-        let (fitting, dropped): (Vec<_>, Vec<_>) = verdicts.iter().cloned().partition(|v| v.fits);
-        let report = ConfigsReport { arch: arch.arch.clone(), limit_bytes: arch.shared_optin_per_block.value, fitting, dropped };
+        let report = triton::ConfigsReport::new(arch, &verdicts);
         return emit(format, &report, || render::verdicts(&arch.arch, arch.shared_optin_per_block.value, &verdicts));
     }
     let (Some(bm), Some(bn), Some(bk)) = (a.block_m, a.block_n, a.block_k) else {
