@@ -82,14 +82,14 @@ fn main() {
     grep_args.push(p);
     // The same full trigger list oomdoc's prefilter uses, for a like-for-like comparison.
     let list = dir.join("triggers.txt");
-    std::fs::write(&list, oomdoc_diagnose::scan::START_TRIGGERS.join("\n")).unwrap();
+    std::fs::write(&list, oomdoc_diagnose::scan::start_triggers().join("\n")).unwrap();
     let list = list.to_str().unwrap().to_string();
     for tool in ["grep", "rg"] {
         match time_cmd(tool, &grep_args) {
             Some(s) => println!("{tool} -c -F (5 trigger words): {s:.2} s, {:.0} MiB/s", bytes as f64 / 1048576.0 / s),
             None => println!("{tool}: not installed"),
         }
-        let n = oomdoc_diagnose::scan::START_TRIGGERS.len();
+        let n = oomdoc_diagnose::scan::start_triggers().len();
         if let Some(s) = time_cmd(tool, &["-c", "-F", "-f", &list, p]) {
             println!("{tool} -c -F -f ({n} trigger words, as oomdoc): {s:.2} s, {:.0} MiB/s", bytes as f64 / 1048576.0 / s);
         }

@@ -205,6 +205,22 @@ const CONTEXT_WORDS: &[&str] = &[
     "accelerator_type",
 ];
 
+/// Every start trigger: the scanner's own list plus each family module's, without repeats.
+pub fn start_triggers() -> &'static [&'static str] {
+    static ALL: OnceLock<Vec<&'static str>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut all: Vec<&'static str> = START_TRIGGERS.to_vec();
+        for list in crate::recognize::MODULE_TRIGGERS {
+            for t in *list {
+                if !all.contains(t) {
+                    all.push(t);
+                }
+            }
+        }
+        all
+    })
+}
+
 struct Automaton {
     ac: AhoCorasick,
     roles: Vec<Role>,
@@ -215,7 +231,8 @@ fn automaton() -> &'static Automaton {
     A.get_or_init(|| {
         let mut pats: Vec<&str> = Vec::new();
         let mut roles = Vec::new();
-        for (list, role) in [(START_TRIGGERS, Role::Start), (EXTEND_WORDS, Role::Extend), (CONTEXT_WORDS, Role::Context)] {
+        let starts = start_triggers();
+        for (list, role) in [(starts, Role::Start), (EXTEND_WORDS, Role::Extend), (CONTEXT_WORDS, Role::Context)] {
             for p in list {
                 pats.push(p);
                 roles.push(role);
@@ -229,7 +246,7 @@ fn automaton() -> &'static Automaton {
 fn start_automaton() -> &'static AhoCorasick {
     static A: OnceLock<AhoCorasick> = OnceLock::new();
     A.get_or_init(|| {
-        let mut pats: Vec<&str> = START_TRIGGERS.to_vec();
+        let mut pats: Vec<&str> = start_triggers().to_vec();
         pats.extend_from_slice(CONTEXT_WORDS);
         // A full DFA: the skip loop over gigabytes of log lines is the hot path.
         AhoCorasickBuilder::new().match_kind(MatchKind::Standard).kind(Some(AhoCorasickKind::DFA)).build(&pats).expect("start automaton")
@@ -353,7 +370,7 @@ pub fn scan<R: Read>(mut reader: R, context: &mut LogContext, mut on_block: impl
                     let line_start = memchr::memrchr(b'\n', &region[..at]).map_or(0, |i| i + 1);
                     let skipped = memchr::memchr_iter(b'\n', &region[pos..line_start]).count() as u64;
                     let pattern = m.pattern().as_usize();
-                    if pattern >= START_TRIGGERS.len() {
+                    if pattern >= start_triggers().len() {
                         // A context word: remember the line, keep skipping.
                         let nl = memchr::memchr(b'\n', &region[line_start..]).map_or(region.len(), |i| line_start + i);
                         line_no += skipped + 1;

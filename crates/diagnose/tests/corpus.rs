@@ -50,6 +50,11 @@ fn expected_bytes(field: &str, v: &Value) -> Option<u64> {
     oomdoc_units::parse_size(v.as_str()?).map(|p| p.bytes)
 }
 
+/// A finding's field as the JSON contract spells it.
+fn field_of(f: &Finding, field: &str) -> Option<String> {
+    serde_json::to_value(f).ok()?.get(field)?.as_str().map(str::to_string)
+}
+
 /// Check one record; returns the problems found.
 fn check(rec: &Value) -> Vec<String> {
     let text = rec["error_text"].as_str().unwrap_or_default();
@@ -76,6 +81,14 @@ fn check(rec: &Value) -> Vec<String> {
         });
         if !ok {
             problems.push(format!("{field}: want {want}, got {:?}", ooms[0].sizes));
+        }
+    }
+    // Newer records also name the knowledge-base entry, memory space and platform.
+    for field in ["id", "memory_space", "platform"] {
+        if let Some(want) = exp.get(&format!("oomdoc_{field}")).and_then(|v| v.as_str()) {
+            if !ooms.iter().any(|f| field_of(f, field).as_deref() == Some(want)) {
+                problems.push(format!("{field}: want {want}, got {:?}", ooms.iter().map(|f| field_of(f, field)).collect::<Vec<_>>()));
+            }
         }
     }
     problems
@@ -128,10 +141,38 @@ const KNOWN_GAPS: &[&str] = &[
     "tritonxdna-35-aie-sequential-fallback",
 ];
 
+/// Family sets collected from the wider ecosystem: `tests/corpus/families/*.jsonl`,
+/// one file per family, every record must pass (id, memory space, platform, sizes).
+#[test]
+fn family_corpora() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/families");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.ends_with(".jsonl")).collect())
+        .unwrap_or_default();
+    names.sort();
+    for name in names {
+        run(&format!("families/{name}"), &[]);
+    }
+}
+
+/// Every negatives file (`negatives*.jsonl`, and `families/negatives-*.jsonl`).
+fn negative_records() -> Vec<Value> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus");
+    let mut out = corpus("negatives.jsonl");
+    if let Ok(rd) = std::fs::read_dir(root.join("negatives")) {
+        let mut names: Vec<String> = rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.ends_with(".jsonl")).collect();
+        names.sort();
+        for n in names {
+            out.extend(corpus(&format!("negatives/{n}")));
+        }
+    }
+    out
+}
+
 #[test]
 fn negatives_have_no_oom() {
     let mut bad = Vec::new();
-    for rec in corpus("negatives.jsonl") {
+    for rec in negative_records() {
         let text = rec["text"].as_str().unwrap_or_default();
         let report = diagnose_text(text, &Options::default());
         let ooms: Vec<_> = report.findings.iter().filter(|f| f.kind == Kind::Oom).map(|f| f.id.clone()).collect();

@@ -55,6 +55,12 @@ pub enum Platform {
     Cuda,
     Rocm,
     Mps,
+    /// Apple Metal outside PyTorch's MPS backend (llama.cpp/ggml Metal, MLX).
+    Metal,
+    /// Intel GPUs (PyTorch XPU, oneAPI Level Zero, IPEX).
+    Xpu,
+    /// NPUs: Huawei Ascend (torch_npu, CANN), other NPU runtimes.
+    Npu,
     Cpu,
     Other,
 }
@@ -145,6 +151,28 @@ pub struct DeadEnd {
     pub refs: Vec<String>,
 }
 
+/// A setting or API named by a fix or dead end, and the proof that it exists.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Identifier {
+    /// Exactly as written in the fix (`PYTORCH_CUDA_ALLOC_CONF`, `--gpu-memory-utilization`,
+    /// `torch.cuda.set_per_process_memory_fraction`, `vmem_limit_bytes`).
+    pub name: String,
+    /// `env` | `flag` | `python` | `cli` | `config` | `param`.
+    pub kind: String,
+    /// Where it is defined: `owner/repo:path@<tag or commit>` (or a doc URL for closed source).
+    pub defined_in: String,
+    /// Versions in which it exists, e.g. `PyTorch >= 1.10`.
+    pub versions: String,
+    /// `verified` (read in source at that tag/commit) or `unverified` (shown as such).
+    #[serde(default = "default_status")]
+    pub status: String,
+}
+
+fn default_status() -> String {
+    "verified".to_string()
+}
+
 /// A real message this entry must match; the test suite runs every example through
 /// the diagnose engine and checks `expect`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -211,6 +239,10 @@ pub struct Entry {
     pub references: Vec<Reference>,
     #[serde(default)]
     pub examples: Vec<Example>,
+    /// Every flag, environment variable, API or parameter a fix or dead end names,
+    /// with where it is defined and the versions in which it exists.
+    #[serde(default)]
+    pub identifiers: Vec<Identifier>,
     /// Set by the loader: the file it came from, relative to `kb/`.
     #[serde(skip_deserializing, default)]
     pub file: String,

@@ -4,12 +4,22 @@
 //! by the vendors' sources (see each module), not particular log lines.
 
 pub mod codes;
+pub mod ecosystem;
+pub mod generic;
+pub mod ggml;
 pub mod gpu_xla;
+pub mod host;
 pub mod misc;
 pub mod pytorch;
+pub mod runtimes;
+pub mod serving;
 pub mod tensorflow;
 pub mod tpu;
 pub mod triton;
+
+/// Start triggers owned by the family modules (the scanner adds them to its own list).
+pub const MODULE_TRIGGERS: &[&[&str]] =
+    &[host::TRIGGERS, ggml::TRIGGERS, runtimes::TRIGGERS, serving::TRIGGERS, ecosystem::TRIGGERS, generic::TRIGGERS];
 
 use crate::finding::{Allocation, Confidence, Culprit, Derived, SizeKey};
 use crate::normalize::Flat;
@@ -180,8 +190,16 @@ pub fn recognize_all(flat: &Flat) -> Vec<Hit> {
     triton::recognize(t, &mut hits);
     tensorflow::recognize(t, &mut hits);
     misc::recognize(t, &mut hits);
+    host::recognize(t, &mut hits);
+    ggml::recognize(t, &mut hits);
+    runtimes::recognize(t, &mut hits);
+    serving::recognize(t, &mut hits);
+    ecosystem::recognize(t, &mut hits);
     codes::non_memory(t, &mut hits);
     codes::attach_codes(t, &mut hits);
+    // Last: only text no family grammar claimed.
+    let mut hits = resolve_overlaps(hits);
+    generic::recognize(t, &mut hits);
     resolve_overlaps(hits)
 }
 
