@@ -15,7 +15,7 @@ use std::io::{self, Read};
 use std::sync::OnceLock;
 
 /// Bytes read per chunk.
-const CHUNK: usize = 4 << 20;
+pub const CHUNK: usize = 4 << 20;
 /// A single line longer than this is cut (the rest of it is still scanned as its own line).
 const MAX_LINE: usize = 1 << 20;
 /// Lines kept before a trigger line.
@@ -27,6 +27,14 @@ const MAX_BLOCK_LINES: usize = 4000;
 const MAX_BLOCK_BYTES: usize = 2 << 20;
 /// At most this much of one line is kept in a block.
 const MAX_KEPT_LINE: usize = 64 << 10;
+/// From a longer line (a JSON-lines record with a whole traceback in one field), the
+/// text around each trigger word is kept instead: this much before and after it…
+const WINDOW_BEFORE: usize = 4 << 10;
+const WINDOW_AFTER: usize = 60 << 10;
+/// …up to this much in all.
+const MAX_KEPT_LONG: usize = 256 << 10;
+/// A giant line is cut this far before the end of the buffer, at a point no trigger spans.
+const CUT_MARGIN: usize = 1024;
 /// Context lines (settings printed somewhere in the log) kept for the whole log.
 const MAX_CONTEXT_LINES: usize = 64;
 
@@ -290,6 +298,47 @@ fn kept(line: &[u8]) -> Vec<u8> {
     line[..line.len().min(MAX_KEPT_LINE)].to_vec()
 }
 
+/// What a block keeps of one line: all of it when short; from a long line, the
+/// windows around its trigger words (`marks`), merged, pieces separated by a newline.
+fn kept_around(line: &[u8], marks: &[usize]) -> Vec<u8> {
+    if line.len() <= MAX_KEPT_LINE || marks.is_empty() {
+        return kept(line);
+    }
+    let mut out = Vec::new();
+    let mut last_end = 0usize;
+    for &m in marks {
+        let lo = m.saturating_sub(WINDOW_BEFORE).max(last_end);
+        let hi = (m + WINDOW_AFTER).min(line.len());
+        if hi <= lo {
+            continue;
+        }
+        if !out.is_empty() && lo > last_end {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(&line[lo..hi]);
+        last_end = hi;
+        if out.len() >= MAX_KEPT_LONG {
+            break;
+        }
+    }
+    out
+}
+
+/// Where to cut a buffer that holds no newline: near its end, but never inside a
+/// trigger word, so that a message straddling the cut is still found whole.
+fn safe_cut(buf: &[u8], ac: &AhoCorasick) -> usize {
+    let mut cut = buf.len().saturating_sub(CUT_MARGIN).max(1);
+    loop {
+        let lo = cut.saturating_sub(CUT_MARGIN / 2);
+        let hi = (cut + CUT_MARGIN / 2).min(buf.len());
+        let spanning = ac.find_overlapping_iter(&buf[lo..hi]).map(|m| (lo + m.start(), lo + m.end())).filter(|&(a, b)| a < cut && cut < b).map(|(a, _)| a).min();
+        match spanning {
+            Some(a) if a > 0 => cut = a,
+            _ => return cut,
+        }
+    }
+}
+
 /// Scan a reader, calling `on_block` for each block as soon as it is complete.
 pub fn scan<R: Read>(mut reader: R, context: &mut LogContext, mut on_block: impl FnMut(RawBlock)) -> io::Result<ScanStats> {
     let auto = automaton();
@@ -300,6 +349,10 @@ pub fn scan<R: Read>(mut reader: R, context: &mut LogContext, mut on_block: impl
     let mut open: Option<OpenBlock> = None;
     let mut line_no: u64 = 0; // lines fully consumed
     let mut eof = false;
+    // A block counted a line whose end is not read yet (a giant line cut mid-way).
+    let mut line_counted_open = false;
+    // The skip path saw the start of a line whose end is not read yet.
+    let mut skip_line_open = false;
 
     while !eof {
         // Fill the buffer up to CHUNK bytes.
@@ -323,7 +376,7 @@ pub fn scan<R: Read>(mut reader: R, context: &mut LogContext, mut on_block: impl
         } else {
             match memchr::memrchr(b'\n', &buf) {
                 Some(i) => i + 1,
-                None if buf.len() >= MAX_LINE => buf.len(),
+                None if buf.len() >= MAX_LINE => safe_cut(&buf, &auto.ac),
                 None => continue,
             }
         };
@@ -331,22 +384,49 @@ pub fn scan<R: Read>(mut reader: R, context: &mut LogContext, mut on_block: impl
         let region = &buf[..end];
         let mut pos = 0usize;
         let mut floor = 0usize; // lines before this offset already belonged to a block
+        // The previous region ended inside a giant line that a block already counted:
+        // its first piece here continues that line.
+        if !region.is_empty() {
+            skip_line_open = false;
+        }
+        let mut continues = std::mem::take(&mut line_counted_open);
+        if continues && open.is_none() {
+            line_no -= 1; // the skip path counts the line at its newline
+            continues = false;
+        }
 
         while pos < region.len() {
             if let Some(block) = open.as_mut() {
                 let nl = memchr::memchr(b'\n', &region[pos..]).map_or(region.len(), |i| pos + i);
                 let line = &region[pos..nl];
-                line_no += 1;
+                if !continues {
+                    line_no += 1;
+                }
                 let mut hit = false;
+                let mut marks = Vec::new();
                 for m in auto.ac.find_iter(line) {
                     match auto.roles[m.pattern().as_usize()] {
-                        Role::Start | Role::Extend => hit = true,
+                        Role::Start | Role::Extend => {
+                            hit = true;
+                            marks.push(m.start());
+                        }
                         Role::Context => remember_context(context, line_no, line),
                     }
                 }
                 block.quiet = if hit { 0 } else { block.quiet + 1 };
                 block.bytes += line.len();
-                block.lines.push((line_no, kept(line)));
+                let piece = kept_around(line, &marks);
+                match block.lines.last_mut() {
+                    Some(last) if continues => {
+                        let room = MAX_KEPT_LONG.saturating_sub(last.1.len());
+                        last.1.extend_from_slice(&piece[..piece.len().min(room)]);
+                    }
+                    _ => block.lines.push((line_no, piece)),
+                }
+                continues = false;
+                if nl == region.len() && !eof {
+                    line_counted_open = true; // cut inside a giant line
+                }
                 pos = if nl < region.len() { nl + 1 } else { region.len() };
                 if block.done() {
                     let b = open.take().unwrap();
@@ -360,9 +440,7 @@ pub fn scan<R: Read>(mut reader: R, context: &mut LogContext, mut on_block: impl
             match start_ac.find(&region[pos..]) {
                 None => {
                     line_no += memchr::memchr_iter(b'\n', &region[pos..]).count() as u64;
-                    if eof && !region.ends_with(b"\n") {
-                        line_no += 1; // the last line has no newline
-                    }
+                    skip_line_open = !region.ends_with(b"\n");
                     pos = region.len();
                 }
                 Some(m) => {
@@ -424,6 +502,9 @@ pub fn scan<R: Read>(mut reader: R, context: &mut LogContext, mut on_block: impl
     if let Some(b) = open.take() {
         stats.blocks += 1;
         on_block(finish(b));
+    }
+    if skip_line_open {
+        line_no += 1; // the last line has no newline
     }
     stats.lines = line_no;
     Ok(stats)
