@@ -213,6 +213,20 @@ const CONTEXT_WORDS: &[&str] = &[
     "accelerator_type",
 ];
 
+/// Anchor literals: every start trigger and context word contains one of them (a test
+/// checks it). The skip loop searches only these, with a vectorized multi-literal
+/// searcher (Teddy, through aho-corasick's prefilter); the full trigger automaton runs
+/// only on a line that holds an anchor. They were picked by measured frequency in text
+/// that holds no memory failure (`tools/pick_anchors.py`: the benchmark's log lines,
+/// the negative corpora, the non-failure lines of the positive corpora, Python sources)
+/// — rare, shared by many triggers, and few enough for Teddy (at most 64).
+pub const ANCHORS: &[&str] = &[
+    " compil", " memory ", "200:", "Attempti", "BufferAs", "E010", "E100", "E200", "E300", "Hbm usag", "KV cache", "LLVM ERR", "MEMORY", "Memory",
+    "No v", "Resource", "SOURCE_E", "TPU_", "Tensor w", "XLA_", "_ALLOC_", "_STATUS_", "cache bl", "celerato", "code 137", "cudnn co", "ed d",
+    "emory sp", "exceed", "halted ", "illed", "kill", "llocati", "m device", "memref.a", "openxla.", "ot alloc", "otal ", "rogram", "status 1",
+    "tartup i", "to alloc", "ut got b", "ut of",
+];
+
 /// Every start trigger: the scanner's own list plus each family module's, without repeats.
 pub fn start_triggers() -> &'static [&'static str] {
     static ALL: OnceLock<Vec<&'static str>> = OnceLock::new();
@@ -249,6 +263,30 @@ fn automaton() -> &'static Automaton {
         let ac = AhoCorasickBuilder::new().match_kind(MatchKind::Standard).build(&pats).expect("trigger automaton");
         Automaton { ac, roles }
     })
+}
+
+fn anchor_automaton() -> &'static AhoCorasick {
+    static A: OnceLock<AhoCorasick> = OnceLock::new();
+    A.get_or_init(|| AhoCorasickBuilder::new().match_kind(MatchKind::LeftmostFirst).prefilter(true).build(ANCHORS).expect("anchor automaton"))
+}
+
+/// The first start trigger or context word in `hay` (as `start_automaton().find` would
+/// report it), found by searching anchors and verifying only the lines that hold one.
+fn next_trigger(hay: &[u8]) -> Option<aho_corasick::Match> {
+    let anchors = anchor_automaton();
+    let full = start_automaton();
+    let mut from = 0;
+    while from < hay.len() {
+        let a = anchors.find(&hay[from..])?;
+        let at = from + a.start();
+        let line_start = memchr::memrchr(b'\n', &hay[from..at]).map_or(from, |i| from + i + 1);
+        let line_end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
+        if let Some(m) = full.find(&hay[line_start..line_end]) {
+            return Some(aho_corasick::Match::new(m.pattern(), line_start + m.start()..line_start + m.end()));
+        }
+        from = line_end + 1;
+    }
+    None
 }
 
 fn start_automaton() -> &'static AhoCorasick {
@@ -342,7 +380,6 @@ fn safe_cut(buf: &[u8], ac: &AhoCorasick) -> usize {
 /// Scan a reader, calling `on_block` for each block as soon as it is complete.
 pub fn scan<R: Read>(mut reader: R, context: &mut LogContext, mut on_block: impl FnMut(RawBlock)) -> io::Result<ScanStats> {
     let auto = automaton();
-    let start_ac = start_automaton();
     let mut stats = ScanStats::default();
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + 64 * 1024);
     let mut history: VecDeque<(u64, Vec<u8>)> = VecDeque::with_capacity(LINES_BEFORE + 1);
@@ -437,16 +474,16 @@ pub fn scan<R: Read>(mut reader: R, context: &mut LogContext, mut on_block: impl
                 }
                 continue;
             }
-            match start_ac.find(&region[pos..]) {
+            match next_trigger(&region[pos..]) {
                 None => {
-                    line_no += memchr::memchr_iter(b'\n', &region[pos..]).count() as u64;
+                    line_no += bytecount::count(&region[pos..], b'\n') as u64;
                     skip_line_open = !region.ends_with(b"\n");
                     pos = region.len();
                 }
                 Some(m) => {
                     let at = pos + m.start();
                     let line_start = memchr::memrchr(b'\n', &region[..at]).map_or(0, |i| i + 1);
-                    let skipped = memchr::memchr_iter(b'\n', &region[pos..line_start]).count() as u64;
+                    let skipped = bytecount::count(&region[pos..line_start], b'\n') as u64;
                     let pattern = m.pattern().as_usize();
                     if pattern >= start_triggers().len() {
                         // A context word: remember the line, keep skipping.
@@ -581,6 +618,26 @@ mod tests {
         let first = &b[0].lines[0];
         assert_eq!(first.0, 103 - LINES_BEFORE as u64);
         assert!(b[0].lines.iter().any(|l| l.0 == 103 && l.1.starts_with(b"RuntimeError")));
+    }
+
+    #[test]
+    fn every_trigger_contains_an_anchor() {
+        let missing: Vec<&str> = start_triggers().iter().chain(CONTEXT_WORDS).filter(|t| !ANCHORS.iter().any(|a| t.contains(a))).copied().collect();
+        assert!(
+            missing.is_empty(),
+            "triggers without an anchor (run crates/diagnose/tools/pick_anchors.py on the trigger list and update ANCHORS): {missing:?}"
+        );
+        assert!(ANCHORS.len() <= 64, "Teddy searches at most 64 literals; {} anchors", ANCHORS.len());
+    }
+
+    #[test]
+    fn anchored_search_equals_the_full_automaton() {
+        let text = b"ok line\nthe exceeded quota\nmemory: fine\nfoo RuntimeError: CUDA out of memory. x\nKilled\n";
+        for from in 0..text.len() {
+            let a = next_trigger(&text[from..]).map(|m| (m.pattern(), m.start()));
+            let b = start_automaton().find(&text[from..]).map(|m| (m.pattern(), m.start()));
+            assert_eq!(a, b, "from {from}");
+        }
     }
 
     #[test]
