@@ -44,6 +44,9 @@ pub struct Options {
     pub lang: Lang,
     /// An XLA dump directory (`--xla_dump_to`): attach the failing module's memory at its peak.
     pub dump: Option<std::path::PathBuf>,
+    /// Threads for the literal search of one log: 0 = every core. Callers that
+    /// diagnose many logs at once give each 1 and run the logs in parallel.
+    pub threads: usize,
 }
 
 /// Distinct non-fatal findings kept (warnings, recognized non-memory errors); past
@@ -70,7 +73,7 @@ pub fn diagnose_reader<R: Read>(reader: R, opts: &Options) -> std::io::Result<Re
 fn diagnose_decoded<R: Read>(reader: R, opts: &Options) -> std::io::Result<Report> {
     let mut collector = Collector::default();
     let mut ctx = scan::LogContext::default();
-    let stats = scan::scan(reader, &mut ctx, |block| collector.block(block))?;
+    let stats = scan::scan_with(reader, &mut ctx, opts.threads, |block| collector.block(block))?;
     let mut report = collector.finish(&ctx, opts);
     report.lines_scanned = stats.lines;
     report.bytes_scanned = stats.bytes;

@@ -377,8 +377,75 @@ fn safe_cut(buf: &[u8], ac: &AhoCorasick) -> usize {
     }
 }
 
-/// Scan a reader, calling `on_block` for each block as soon as it is complete.
-pub fn scan<R: Read>(mut reader: R, context: &mut LogContext, mut on_block: impl FnMut(RawBlock)) -> io::Result<ScanStats> {
+/// Scan a reader on all cores (see [`scan_with`]).
+pub fn scan<R: Read>(reader: R, context: &mut LogContext, on_block: impl FnMut(RawBlock)) -> io::Result<ScanStats> {
+    scan_with(reader, context, 0, on_block)
+}
+
+/// Below this, a region is searched on one thread (spawning costs more than it saves).
+const PARALLEL_MIN: usize = 1 << 20;
+
+/// The first trigger of every line of `region` that holds one: (offset, pattern),
+/// in order. The region is split at newlines into `threads` parts searched at once;
+/// the result is the same for any number of threads.
+fn trigger_lines(region: &[u8], threads: usize) -> Vec<(usize, usize)> {
+    fn one(hay: &[u8], base: usize, out: &mut Vec<(usize, usize)>) {
+        let mut from = 0;
+        while let Some(m) = next_trigger(&hay[from..]) {
+            let at = from + m.start();
+            out.push((base + at, m.pattern().as_usize()));
+            from = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i + 1);
+        }
+    }
+    let mut out = Vec::new();
+    if threads <= 1 || region.len() < PARALLEL_MIN {
+        one(region, 0, &mut out);
+        return out;
+    }
+    // Split points at line starts.
+    let mut cuts = vec![0];
+    for k in 1..threads {
+        let want = region.len() * k / threads;
+        let cut = memchr::memchr(b'\n', &region[want..]).map_or(region.len(), |i| want + i + 1);
+        if cut > *cuts.last().unwrap() && cut < region.len() {
+            cuts.push(cut);
+        }
+    }
+    cuts.push(region.len());
+    let parts: Vec<Vec<(usize, usize)>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = cuts
+            .windows(2)
+            .map(|w| {
+                let (a, b) = (w[0], w[1]);
+                sc.spawn(move || {
+                    let mut v = Vec::new();
+                    one(&region[a..b], a, &mut v);
+                    v
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("scan worker")).collect()
+    });
+    for p in parts {
+        out.extend(p);
+    }
+    out
+}
+
+/// How many threads to search with: `0` means every core.
+fn thread_count(threads: usize) -> usize {
+    if threads > 0 {
+        threads
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get()).min(16)
+    }
+}
+
+/// Scan a reader, calling `on_block` for each block as soon as it is complete. The
+/// literal search of each buffer runs on `threads` threads (0: all cores); blocks are
+/// cut out in order on this thread, so the result does not depend on `threads`.
+pub fn scan_with<R: Read>(mut reader: R, context: &mut LogContext, threads: usize, mut on_block: impl FnMut(RawBlock)) -> io::Result<ScanStats> {
+    let threads = thread_count(threads);
     let auto = automaton();
     let mut stats = ScanStats::default();
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + 64 * 1024);
@@ -419,6 +486,8 @@ pub fn scan<R: Read>(mut reader: R, context: &mut LogContext, mut on_block: impl
         };
         stats.bytes += end as u64;
         let region = &buf[..end];
+        let triggers = trigger_lines(region, threads);
+        let mut next = 0usize; // index into `triggers`
         let mut pos = 0usize;
         let mut floor = 0usize; // lines before this offset already belonged to a block
         // The previous region ended inside a giant line that a block already counted:
@@ -474,7 +543,17 @@ pub fn scan<R: Read>(mut reader: R, context: &mut LogContext, mut on_block: impl
                 }
                 continue;
             }
-            match next_trigger(&region[pos..]) {
+            // The first trigger at or after `pos`: precomputed per line when `pos` starts a
+            // line (always, but in the piece that continues a giant line).
+            while next < triggers.len() && triggers[next].0 < pos {
+                next += 1;
+            }
+            let found = if pos == 0 || region[pos - 1] == b'\n' {
+                triggers.get(next).map(|&(at, p)| aho_corasick::Match::new(aho_corasick::PatternID::must(p), at - pos..at - pos + 1))
+            } else {
+                next_trigger(&region[pos..])
+            };
+            match found {
                 None => {
                     line_no += bytecount::count(&region[pos..], b'\n') as u64;
                     skip_line_open = !region.ends_with(b"\n");
@@ -628,6 +707,63 @@ mod tests {
             "triggers without an anchor (run crates/diagnose/tools/pick_anchors.py on the trigger list and update ANCHORS): {missing:?}"
         );
         assert!(ANCHORS.len() <= 64, "Teddy searches at most 64 literals; {} anchors", ANCHORS.len());
+    }
+
+    #[test]
+    fn parallel_search_equals_sequential() {
+        let mut text = String::new();
+        for i in 0..60_000 {
+            text.push_str(match i % 97 {
+                0 => "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+                13 => "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n",
+                41 => "the memory  report: exceeded nothing, Killed nobody\n",
+                _ => "{\"step\": 1, \"loss\": 0.5, \"lr\": 3.0e-4}\n",
+            });
+        }
+        let one = trigger_lines(text.as_bytes(), 1);
+        assert!(one.len() > 600);
+        for t in [2, 3, 7, 16] {
+            assert_eq!(trigger_lines(text.as_bytes(), t), one, "{t} threads");
+        }
+        let run = |t| {
+            let mut out = Vec::new();
+            let mut ctx = LogContext::default();
+            let st = scan_with(text.as_bytes(), &mut ctx, t, |b| out.push(b.lines)).unwrap();
+            (out, st.lines, ctx.lines)
+        };
+        assert_eq!(run(1), run(4));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(10))]
+        /// Random logs past the parallel threshold, with triggers, context words, report
+        /// lines, near-misses and the odd long line: any thread count gives the same blocks.
+        #[test]
+        fn parallel_scan_equals_sequential(seed in proptest::prelude::any::<u64>(), threads in 2usize..6) {
+            const POOL: &[&str] = &[
+                "{\"step\": 7, \"loss\": 0.5}", "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", "  Size: 2.00G",
+                "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "Killed", "memory: allocated 1 GiB", "out of mem", "Stats:",
+                "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 8 bytes.", "",
+            ];
+            let mut x = seed | 1;
+            let mut text = String::new();
+            while text.len() < (3 << 20) / 2 {
+                x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+                let l = POOL[(x % POOL.len() as u64) as usize];
+                if x % 997 == 0 {
+                    text.push_str(&"z".repeat(70_000));
+                }
+                text.push_str(l);
+                text.push('\n');
+            }
+            let run = |t| {
+                let mut out = Vec::new();
+                let mut ctx = LogContext::default();
+                let st = scan_with(text.as_bytes(), &mut ctx, t, |b| out.push(b.lines)).unwrap();
+                (out, st.lines, st.blocks, ctx.lines)
+            };
+            proptest::prop_assert_eq!(run(1), run(threads));
+        }
     }
 
     #[test]
