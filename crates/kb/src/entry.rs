@@ -136,6 +136,12 @@ pub struct Fix {
     /// `python`, `shell`, `toml`, `text`.
     #[serde(default)]
     pub code_lang: Option<String>,
+    /// The code is a fragment to paste into the user's own program (an argument, a call on
+    /// the user's objects), not a snippet that runs as written. Python code that is not a
+    /// fragment must import every module it uses; all Python code must compile
+    /// (`cargo test -p oomdoc-kb --test code_blocks`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub code_fragment: bool,
     /// Versions the code applies to, e.g. `PyTorch >= 2.1`.
     #[serde(default)]
     pub versions: Option<String>,

@@ -8,6 +8,7 @@
 
 mod display;
 mod entry;
+pub mod identifiers;
 mod template;
 
 pub use display::to_markdown;
