@@ -464,3 +464,17 @@ fn space_words(f: &Finding, lang: Lang) -> String {
     };
     (if zh { w.1 } else { w.0 }).to_string()
 }
+
+#[cfg(test)]
+mod kb_fact_tests {
+    use super::stated_gpu_memory_utilization as stated;
+
+    #[test]
+    fn gpu_memory_utilization_as_logs_state_it() {
+        assert_eq!(stated("non-default args: {'model': 'm', 'gpu_memory_utilization': 0.85}"), Some(0.85));
+        assert_eq!(stated("vllm serve m --gpu-memory-utilization 0.7 --max-model-len 8192"), Some(0.7));
+        assert_eq!(stated("LLM(model='m', gpu_memory_utilization=0.5)"), Some(0.5));
+        // The hint in the error names the setting without a value.
+        assert_eq!(stated("Try increasing `gpu_memory_utilization` or decreasing `max_model_len`"), None);
+    }
+}
