@@ -31,8 +31,8 @@ fn named_settings(e: &Entry) -> Vec<(String, Token)> {
 
 #[test]
 fn every_setting_in_a_fix_has_an_identifier_record() {
-    let (kb, errors) = KnowledgeBase::load_embedded();
-    assert!(errors.is_empty(), "{errors:?}");
+    // Files that do not load are reported by `kb_is_valid`; check the ones that do.
+    let (kb, _) = KnowledgeBase::load_embedded();
     let mut missing = Vec::new();
     let mut checked = 0;
     for e in kb.entries() {
