@@ -100,6 +100,34 @@ const LABELS: &[(&str, &str, &str)] = &[
     ("gpu_memory_utilization_raise", "G", "G"),
 ];
 
+/// Chinese descriptions for the legend (English ones are `PLACEHOLDERS`).
+const LEGEND_ZH: &[(&str, &str)] = &[
+    ("requested", "失败的那一次分配（或 kernel 需求）的字节数"),
+    ("used", "程序或该内存空间的总需求字节数"),
+    ("limit", "检查时对照的上限字节数"),
+    ("excess", "超出上限的字节数"),
+    ("free", "消息中给出的空闲字节数"),
+    ("total", "消息中给出的总容量"),
+    ("reserved", "消息中给出的保留字节数"),
+    ("allocated", "消息中给出的已分配字节数"),
+    ("reserved_unallocated", "PyTorch 已保留但未分配的字节数"),
+    ("over_pct", "超出上限的百分比"),
+    ("ratio", "需求 / 上限"),
+    ("shrink_pct", "需求需缩小的百分比"),
+    ("vmem_limit_bytes", "能覆盖需求的单 kernel VMEM 上限（向上取整到 1 MiB）"),
+    ("vmem_limit_mib", "能覆盖需求的单 kernel VMEM 上限（向上取整到 1 MiB）"),
+    ("scoped_vmem_limit_kib", "--xla_tpu_scoped_vmem_limit_kib 的取值，高于需求和日志中的上限"),
+    ("largest_alloc", "列出的最大一次分配"),
+    ("largest_alloc_pct", "最大分配占上限的百分比"),
+    ("max_expansion", "补齐导致的最大膨胀倍数"),
+    ("smem_over", "共享内存超出上限的字节数"),
+    ("requested_words", "SparseCore 请求的字数"),
+    ("limit_words", "SparseCore 可分配的字数"),
+    ("gpu_memory_utilization_fit", "空闲显存允许的最大 gpu_memory_utilization"),
+    ("gpu_memory_utilization_set", "日志中正在使用的 gpu_memory_utilization"),
+    ("gpu_memory_utilization_raise", "高于当前值（或高于默认值 0.9 与 0.92）的 gpu_memory_utilization"),
+];
+
 /// Whether a label is a symbol (`N`, `Wr`) that the legend explains.
 fn is_symbol(label: &str) -> bool {
     label.len() <= 2 && label.chars().all(|c| c.is_ascii_alphanumeric())
@@ -347,7 +375,9 @@ pub fn view(e: &Entry, lang: Lang) -> EntryView {
         for name in crate::template::placeholders(t).unwrap_or_default() {
             let label = placeholder_label(&name, lang);
             let base = name.strip_suffix("_h").unwrap_or(&name);
-            let what = crate::PLACEHOLDERS.iter().find(|(p, _)| *p == name || *p == base).map(|(_, d)| d.to_string());
+            let zh = LEGEND_ZH.iter().find(|(p, _)| *p == name || *p == base).map(|(_, d)| d.to_string());
+            let en = crate::PLACEHOLDERS.iter().find(|(p, _)| *p == name || *p == base).map(|(_, d)| d.to_string());
+            let what = if lang == Lang::Zh { zh.or(en) } else { en };
             if let (true, Some(what)) = (is_symbol(&label), what) {
                 if !legend.iter().any(|(l, _)| *l == label) {
                     legend.push((label, what));
