@@ -43,22 +43,23 @@ pub const TRIGGERS: &[&str] = &[
     "ENOMEM",
     "MemoryError",
     "OutOfMemory",
+    "ALLOCATION_FAILURE",
 ];
 
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
 grammar!(
     strong,
-    r"(?i)out[ _-]of[ _-](?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated) )?memory|outofmemory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) allocate\b|not[ _]enough[ _](?:\w+[ _])?memory|insufficient[ _](?:\w+[ _])?memory|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _]failed|failed[ _]to[ _]allocate|\bENOMEM\b|\bMemoryError\b|\bOOM\b"
+    r"(?i)out[ _-]of[ _-](?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated) )?memory|outofmemory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) allocate\b|not[ _]enough[ _](?:\w+[ _])?memory|insufficient[ _](?:\w+[ _])?memory|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _]failed|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b"
 );
 // What makes the line an error report, before the phrase.
 grammar!(
     error_marker,
-    r"(?i)\b[\w.:]*(?:error|exception|fault)\b|\bfail(?:ed|ure|s)?\b|\bfatal\b|\babort(?:ed|ing)?\b|\bterminate called\b|what\(\)|\bpanic|\bcrash|\berrno\b|\bstatus\b|\bcheck failed\b|^\s*(?:\[?[EF]\d{4}|\[?(?:E|F|ERROR|FATAL|CRITICAL|ERR)\b)"
+    r"(?i)\b[\w.:]*(?:error|exception|fault)\b|\bfail(?:ed|ure|s)?\b|\bfatal\b|\babort(?:ed|ing)?\b|\bterminate called\b|what\(\)|\bpanic|\bcrash|\berrno\b|\bstatus\b|\bcheck failed\b|\.\w+:\d+\]|^\s*(?:\[?[EF]\d{4}|\[?(?:E|F|ERROR|FATAL|CRITICAL|ERR)\b)"
 );
 // Prose: people writing about a failure, hints, questions, docs.
 grammar!(
     prose,
-    r"(?i)\b(?:I|I'm|I've|I'd|me|my|we|we're|our|us|you|your|you're|please help|how (?:do|can|to)|why|seems?|maybe|probably|thanks|avoid|prevent|reduce|to fix|if (?:the|a|an|it|there|this)|when (?:the|a|an|it|using|running)|might|could be|should|would|tips?|hint|e\.g\.|such as|example|because|she|he|they|their|someone|anyone|catch|detect|monitor)\b|\?\s*$"
+    r"(?i)\b(?:I|I'm|I've|I'd|me|my|we|we're|our|us|you|your|you're|please help|how (?:do|can|to)|why|seems?|maybe|probably|thanks|avoid|prevent|reduce|to fix|if (?:the|a|an|it|there|this)|when (?:the|a|an|it|using|running)|should|would|tips?|hint|e\.g\.|such as|example|because|she|he|they|their|someone|anyone|catch|detect|monitor)\b|\?\s*$"
 );
 // Source code quoted in a traceback or a diff, not a message.
 grammar!(code, r#"\braise \w|\bdef \w|\breturn \w|^\s*(?:if|elif|while|assert) .*:\s*$|\bif .*: (?:raise|return)\b|\bf["']|==|!=|&&|\|\||;\s*$|^\s*[+-]\s"#);
@@ -68,7 +69,7 @@ grammar!(line_start_phrase, r"(?i)^[\s>*`\[\]\w:./-]{0,40}?(?:out of (?:\w+ )?me
 // Sizes by general rules, next to the word that names them.
 grammar!(
     requested,
-    r"(?i)(?:allocat(?:e|ing|ion)|request(?:ed|ing)?|tried to allocate|trying to allocate|need(?:s|ed)?|require[sd]?)(?: of| for| an additional)?(?: buffer| tensor| memory| block| chunk)?(?: of)?(?: size)?[ =:(]{0,3}(?P<v>{SZ}|0x[0-9a-fA-F]+)"
+    r"(?i)(?:allocat(?:e|ing|ion)|\bmap|request(?:ed|ing)?|tried to allocate|trying to allocate|need(?:s|ed)?|require[sd]?)(?: of| for| an additional)?(?: buffer| tensor| memory| block| chunk)?(?: of)?(?: size)?[ =:(]{0,3}(?P<v>{SZ}|0x[0-9a-fA-F]+)"
 );
 grammar!(size_eq, r"(?i)\bsize[ ]?[=:][ ]?(?P<v>\d[\d,]*)\b");
 grammar!(free_sz, r"(?i)(?P<a>{SZ}) (?:is |are )?(?:free|available)\b|(?:free|available)(?: memory)?(?: is| was)?(?: only)?[ =:]{0,3}(?P<b>{SZ})");
@@ -90,7 +91,7 @@ grammar!(
 );
 // Host by default: Python's MemoryError, C++ bad_alloc, errno ENOMEM, unless a device is named.
 grammar!(w_host_weak, r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b");
-grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|\bdevice memory\b|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d");
+grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|\bdevice memory\b|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+");
 
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     let existing: Vec<(usize, usize)> = hits.iter().map(|h| (h.start, h.end)).collect();
@@ -141,7 +142,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         let mut h = Hit::new("generic.oom", start, end.max(start));
         h.priority = 90;
         h.phase = Some(Phase::Runtime);
-        let says_memory = t[start..end].to_ascii_lowercase().contains("memory") || t[start..end].contains("ENOMEM");
+        let says_memory = t[start..end].to_ascii_lowercase().contains("memory") || t[start..end].contains("ENOMEM") || t[start..end].contains("MEM_OBJECT");
         if weak || (!says_memory && !has_size_word(&t[start..end])) {
             h.confidence = Confidence::Likely;
         }
@@ -187,7 +188,7 @@ fn quoted(t: &str, ls: usize, at: usize, le: usize) -> bool {
     let before = &t[ls..at];
     let Some(q) = before.rfind(|c| c == '\'' || c == '"' || c == '`') else { return false };
     let qc = before[q..].chars().next().unwrap_or('"');
-    let opener_ok = before[..q].chars().last().map_or(true, |c| c.is_whitespace() || c == '(');
+    let opener_ok = !before[..q].trim().is_empty() && before[..q].chars().last().map_or(false, |c| c.is_whitespace() || c == '(');
     let word_before = before[q + 1..].split_whitespace().count() <= 3;
     opener_ok && word_before && t[at..le].contains(qc)
 }
