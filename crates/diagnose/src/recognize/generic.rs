@@ -59,7 +59,7 @@ grammar!(
 // Prose: people writing about a failure, hints, questions, docs.
 grammar!(
     prose,
-    r"(?i)\b(?:I|I'm|I've|I'd|me|my|we|we're|our|us|you|your|you're|please help|how (?:do|can|to)|why|seems?|maybe|probably|thanks|avoid|prevent|reduce|to fix|if (?:the|a|an|it|there|this)|when (?:the|a|an|it|using|running)|should|would|tips?|hint|e\.g\.|such as|example|because|she|he|they|their|someone|anyone|catch|detect|monitor)\b|\?\s*$"
+    r"(?i)\b(?:I|I'm|I've|I'd|me|my|we|we're|our|us|you|your|you're|please help|how (?:do|can|to)|why|seems?|maybe|probably|thanks|avoid|prevent|reduce|to fix|if (?:the|a|an|it|there|this)|when (?:the|a|an|it|using|running)|should|would|tips?|hint|e\.g\.|such as|example|could (?:give|be|happen|cause|lead)|possibly|strange|because|she|he|they|their|someone|anyone|catch|detect|monitor)\b|\?\s*$"
 );
 // Source code quoted in a traceback or a diff, not a message.
 grammar!(code, r#"\braise \w|\bdef \w|\breturn \w|^\s*(?:if|elif|while|assert) .*:\s*$|\bif .*: (?:raise|return)\b|\bf["']|==|!=|&&|\|\||;\s*$|^\s*[+-]\s"#);
@@ -143,7 +143,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         h.priority = 90;
         h.phase = Some(Phase::Runtime);
         let says_memory = t[start..end].to_ascii_lowercase().contains("memory") || t[start..end].contains("ENOMEM") || t[start..end].contains("MEM_OBJECT");
-        if weak || (!says_memory && !has_size_word(&t[start..end])) {
+        if !says_memory && (weak || !has_size_word(&t[start..end])) {
             h.confidence = Confidence::Likely;
         }
         sizes(&t[start..end], &mut h);
@@ -181,6 +181,11 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         found.push(h);
     }
     hits.extend(found);
+}
+
+/// The line reads as people writing about a failure (questions, first person, hints).
+pub(crate) fn is_prose(line: &str) -> bool {
+    prose().is_match(line)
 }
 
 /// The phrase sits inside quotes that open after a space (not `error='...'`, a value).

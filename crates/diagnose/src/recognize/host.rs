@@ -241,6 +241,9 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
     }
     if has(t, "illed") {
         for m in shell_killed().find_iter(t) {
+            if prose_line(t, m.start()) {
+                continue;
+            }
             let mut h = host_hit("host.oom-killer", m.start(), m.end());
             h.confidence = Confidence::Likely;
             h.detail("signal", "SIGKILL (shell reported `Killed`)");
@@ -254,12 +257,20 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
         hits.push(h);
     }
     for m in oom_kill_event().find_iter(t) {
+        // `docker inspect` prints the flag either way: "OOMKilled": false is not a kill.
+        let after = super::window(t, m.end(), 12).trim_start_matches('"').trim_start();
+        if after.strip_prefix(':').is_some_and(|v| v.trim_start().starts_with("false")) {
+            continue;
+        }
         let mut h = host_hit("host.oom-killer", m.start(), m.end());
         h.priority = 30;
         hits.push(h);
     }
     if t.contains("137") || t.contains("SIGKILL") || t.contains("IGKILL") || t.contains("signal: Killed") || t.contains("exitcode: -9") {
         for m in exit137().find_iter(t) {
+            if prose_line(t, m.start()) {
+                continue;
+            }
             let mut h = host_hit("host.oom-killer", m.start(), m.end());
             h.confidence = Confidence::Likely;
             h.detail("exit_status", 137);
@@ -274,6 +285,13 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
+}
+
+/// A question or a sentence about exit codes, not a report of one.
+fn prose_line(t: &str, at: usize) -> bool {
+    let ls = t[..at].rfind('\n').map_or(0, |i| i + 1);
+    let le = t[at..].find('\n').map_or(t.len(), |i| at + i);
+    super::generic::is_prose(&t[ls..le])
 }
 
 fn host_hit(id: &'static str, start: usize, end: usize) -> Hit {
