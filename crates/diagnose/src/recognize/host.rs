@@ -35,6 +35,7 @@ pub const TRIGGERS: &[&str] = &[
     "Killed: 9",
     "Memory cgroup out of memory",
     "invoked oom-killer",
+    "[Errno 12]",
 ];
 
 grammar!(
@@ -54,9 +55,10 @@ grammar!(
 );
 grammar!(
     numpy_alloc,
-    r"(?P<exc>(?:[\w.]+\.)?(?:_ArrayMemoryError|MemoryError)): Unable to allocate (?:(?P<n>\d+(?:\.\d*)?) ?(?P<u>[KMGTPE]i?B|B|bytes) for an )?array with (?:shape|form) \((?P<shape>[\d, ]*)\) and data type (?P<dt>\w+)"
+    r"(?P<exc>(?:[\w.]+\.)?(?:_ArrayMemoryError|MemoryError)): Unable to allocate (?:(?P<n>\d+(?:\.\d*)?)\s?(?P<u>[KMGTPE]i?B|B|bytes) for an )?array with (?:shape|form) \((?P<shape>[\d, ]*)\) and data type (?P<dt>\w+)"
 );
 grammar!(bare_memory_error, r"(?m)^[ \t>]*(?:[\w.]+\.)?MemoryError\b(?:[ \t]*:?[ \t]*$|[ \t]{2,}Traceback \(most recent call last\))");
+grammar!(errno12, r"(?P<exc>\b[\w.]*Error)?:?\s*\[Errno 12\] Cannot allocate memory");
 grammar!(killed_process, r"Killed process (?P<pid>\d+) \((?P<name>[^)]+)\)");
 grammar!(kb_field, r"(?P<k>total-vm|anon-rss|file-rss|shmem-rss):\s*(?P<v>[\d,]+)\s*kB");
 grammar!(
@@ -146,6 +148,21 @@ fn allocators(t: &str, hits: &mut Vec<Hit>) {
             h.confidence = Confidence::Likely;
             h.detail("allocator", "YNNPACK");
             h.flag("framework_jax");
+            hits.push(h);
+        }
+    }
+    if has(t, "[Errno 12]") {
+        // ENOMEM from a system call (fork, mmap, ...). A process line repeats it per worker: one finding.
+        for c in errno12().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("host.enomem", m.start(), m.end());
+            h.priority = 12;
+            h.detail("errno", 12);
+            let ls = t[..m.start()].rfind('\n').map_or(0, |i| i + 1);
+            let ctx = super::window_before(t, ls, 400);
+            if ctx.contains("fork()") || ctx.contains("_launch") || ctx.contains("Popen") {
+                h.detail("syscall", "fork");
+            }
             hits.push(h);
         }
     }
