@@ -19,8 +19,13 @@ pub const TRIGGERS: &[&str] = &[
     "out-of-memory",
     "Out-of-memory",
     "out of GPU memory",
+    "Out of GPU memory",
     "out of device memory",
+    "Out of device memory",
+    "OutOfDeviceMemory",
     "out of host memory",
+    "Out of host memory",
+    "OutOfHostMemory",
     "OUT_OF_DEVICE_MEMORY",
     "OUT_OF_HOST_MEMORY",
     "OOM",
@@ -49,7 +54,7 @@ pub const TRIGGERS: &[&str] = &[
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
 grammar!(
     strong,
-    r"(?i)out[ _-]of[ _-](?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated) )?memory|outofmemory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) allocate\b|not[ _]enough[ _](?:\w+[ _])?memory|insufficient[ _](?:\w+[ _])?memory|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _]failed|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b"
+    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) allocate\b|not[ _]enough[ _](?:\w+[ _])?memory|insufficient[ _](?:\w+[ _])?memory|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _]failed|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b"
 );
 // What makes the line an error report, before the phrase.
 grammar!(
@@ -69,7 +74,7 @@ grammar!(line_start_phrase, r"(?i)^[\s>*`\[\]\w:./-]{0,40}?(?:out of (?:\w+ )?me
 // Sizes by general rules, next to the word that names them.
 grammar!(
     requested,
-    r"(?i)(?:allocat(?:e|ing|ion)|\bmap|request(?:ed|ing)?|tried to allocate|trying to allocate|need(?:s|ed)?|require[sd]?)(?: of| for| an additional)?(?: buffer| tensor| memory| block| chunk)?(?: of)?(?: size)?[ =:(]{0,3}(?P<v>{SZ}|0x[0-9a-fA-F]+)"
+    r"(?i)(?:allocat(?:e|ing|ion)|\bmap|request(?:ed|ing)?|need(?:s|ed)?|require[sd]?)(?: (?:a|an|the|additional))?(?: (?:buffer|tensor|memory|block|chunk|array|region))?(?: (?:of|for|with))?(?: size)?[ =:(]{0,3}(?P<v>0x[0-9a-fA-F]+|{SZ})"
 );
 grammar!(size_eq, r"(?i)\bsize[ ]?[=:][ ]?(?P<v>\d[\d,]*)\b");
 grammar!(free_sz, r"(?i)(?P<a>{SZ}) (?:is |are )?(?:free|available)\b|(?:free|available)(?: memory)?(?: is| was)?(?: only)?[ =:]{0,3}(?P<b>{SZ})");
@@ -91,7 +96,7 @@ grammar!(
 );
 // Host by default: Python's MemoryError, C++ bad_alloc, errno ENOMEM, unless a device is named.
 grammar!(w_host_weak, r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b");
-grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|\bdevice memory\b|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+");
+grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|\bdevice memory\b|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bDirectML\b|\bDML\b|\bVulkan\b");
 
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     let existing: Vec<(usize, usize)> = hits.iter().map(|h| (h.start, h.end)).collect();
@@ -344,6 +349,24 @@ mod tests {
         assert!(one("I encountered OOM with 50GB GPUs.").is_none());
         assert!(one("OSError: [Errno 28] No space left on device").is_none());
         assert!(one("Add total GPU memory capacity to the inference performance table").is_none());
+    }
+
+    #[test]
+    fn any_capitalisation_and_wrapped_lines() {
+        for t in [
+            "ERROR: OUT OF MEMORY while allocating 512 MiB on the GPU",
+            "Error: out-of-memory while allocating 512 MiB on the GPU",
+            "Error: OutOfMemory: allocating 512 MiB on the GPU",
+            "Error: failed to\nallocate 512 MiB on the GPU",
+        ] {
+            let h = one(t).unwrap_or_else(|| panic!("{t}"));
+            assert_eq!((h.id, h.get(SizeKey::Requested)), ("generic.device-oom", Some(512 << 20)), "{t}");
+        }
+        // Hex sizes are read exactly; a bare number is never taken as bytes.
+        let h = one("fatal: could not allocate 0x40000000 of host memory").unwrap();
+        assert_eq!((h.id, h.get(SizeKey::Requested)), ("generic.host-oom", Some(1 << 30)));
+        let h = one("error: cannot allocate 3 blocks of memory on the CPU").unwrap();
+        assert_eq!(h.get(SizeKey::Requested), None);
     }
 
     #[test]
