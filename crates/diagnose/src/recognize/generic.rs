@@ -67,9 +67,11 @@ grammar!(
     r"(?i)\b(?:I|I'm|I've|I'd|me|my|we|we're|our|us|you|your|you're|please help|how (?:do|can|to)|why|seems?|maybe|probably|thanks|avoid|prevent|reduce|to fix|if (?:the|a|an|it|there|this)|when (?:the|a|an|it|using|running)|should|would|tips?|hint|e\.g\.|such as|example|could (?:give|be|happen|cause|lead)|possibly|strange|because|she|he|they|their|someone|anyone|catch|detect|monitor)\b|\?\s*$"
 );
 // Source code quoted in a traceback or a diff, not a message.
-grammar!(code, r#"\braise \w|\bdef \w|\breturn \w|^\s*(?:if|elif|while|assert) .*:\s*$|\bif .*: (?:raise|return)\b|\bf["']|==|!=|&&|\|\||;\s*$|^\s*[+-]\s"#);
+grammar!(code, r#"\braise \w|\bdef \w|\breturn \w|^\s*(?:if|elif|while|assert) .*:\s*$|\bif .*: (?:raise|return)\b|\bf["']|^\s*[+-]\s"#);
+// Operators: code, unless the line is already an error report (RET_CHECK / CHECK expressions).
+grammar!(operators, r"==|!=|&&|\|\||;\s*$");
 // A message at the start of a line (after a log prefix) needs no marker: "Failed to allocate 14495514624 bytes of memory".
-grammar!(line_start_phrase, r"(?i)^[\s>*`\[\]\w:./-]{0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to allocate|(?:cannot|can't|could not) allocate|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed)");
+grammar!(line_start_phrase, r"(?i)^(?:[\s>*`\[\]\w:./-]|\p{So}){0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to allocate|(?:cannot|can't|could not) allocate|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed)");
 
 // Sizes by general rules, next to the word that names them.
 grammar!(
@@ -115,6 +117,9 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         let before = &t[ls..m.start()];
         let phrase = m.as_str();
         if prose().is_match(line) || code().is_match(line) {
+            continue;
+        }
+        if operators().is_match(line) && !error_marker().is_match(before) {
             continue;
         }
         // A phrase quoted inside a sentence is a mention ("catch exceptions with 'CUDA out of memory'").
