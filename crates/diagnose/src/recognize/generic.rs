@@ -87,18 +87,18 @@ grammar!(alloc_sz, r"(?i)(?P<a>{SZ})(?: memory)? (?:has been|have been|already) 
 // Words that name the platform and the memory space.
 grammar!(w_cuda, r"\bCUDA\b|\bcuda\w*|\bcu(?:Mem|da)[A-Z]\w*|NVIDIA|\bnvidia\b|\bcublas|\bcudnn|CUDAPlace");
 grammar!(w_rocm, r"\bHIP\b|\bhip[A-Z]\w*|\bROCm\b|\brocm\b|\bAMDGPU\b");
-grammar!(w_metal, r"\bMetal\b|\bMETAL\b|\bMTL\w+|MTLBuffer");
+grammar!(w_metal, r"\bMetal\b|\bMETAL\b|\bMTL\w+|MTLBuffer|kIOGPU\w+");
 grammar!(w_mps, r"\bMPS\b|\bmps\b");
 grammar!(w_xpu, r"\bXPU\b|\bxpu\b|Level[ _]Zero|\bUR_RESULT\w*|\bSYCL\b|\bsycl\b|\bZE_RESULT\w*");
 grammar!(w_npu, r"\bNPU\b|\bnpu\b|\bAscend\b|\bCANN\b|\bACL_ERROR\w*");
 grammar!(w_tpu, r"\bTPU\b");
 grammar!(
     w_host,
-    r"\bCPU\b|\bcpu\b|intel_cpu|\bhost\b|\bHost\b|DefaultCPUAllocator|posix_memalign|\bmalloc\b|\bmmap\b|\bRAM\b|\bswap\b|CPUPlace|virtual memory"
+    r"\bCPU\b|\bcpu\b|intel_cpu|\bhost\b|\bHost\b|DefaultCPUAllocator|posix_memalign|\bmalloc\b|\bmmap\b|\bRAM\b|\bswap\b|CPUPlace|virtual memory|\bpinned\b|page-locked"
 );
 // Host by default: Python's MemoryError, C++ bad_alloc, errno ENOMEM, unless a device is named.
 grammar!(w_host_weak, r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b");
-grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|\bdevice memory\b|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bDirectML\b|\bDML\b|\bVulkan\b");
+grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|\bdevice memory\b|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bRMM_\w+|\bDirectML\b|\bDML\b|\bVulkan\b");
 
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     let existing: Vec<(usize, usize)> = hits.iter().map(|h| (h.start, h.end)).collect();
