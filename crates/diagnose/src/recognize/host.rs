@@ -8,7 +8,8 @@
 //!   `DefaultCPUAllocator: can't allocate memory: you tried to allocate N bytes. Error code E (strerror)`,
 //!   Windows and Android `DefaultCPUAllocator: not enough memory: you tried to allocate N bytes.`;
 //!   before 2019 `posix_memalign(&data, gAlignment, nbytes) == 0. 12 vs 0`.
-//! - XLA:CPU (jaxlib's CPU client): `RESOURCE_EXHAUSTED: Out of memory allocating %d bytes.`;
+//! - XLA:CPU (`xla/pjrt/cpu/tracked_cpu_device_buffer.cc`): `RESOURCE_EXHAUSTED: Out of memory allocating %d bytes.`
+//!   (older XLA:GPU printed the same words for device memory, so GPU context rules it out);
 //!   the YNNPACK path logs `allocate of <N> failed.` before `YNNPACK operation failed`.
 //! - libstdc++: `terminate called after throwing an instance of 'std::bad_alloc'` / `what():  std::bad_alloc`.
 //! - NumPy (`_ArrayMemoryError`, since 1.17): `Unable to allocate 3.2 GiB for an array with shape (..) and data type float64`.
@@ -48,6 +49,7 @@ grammar!(
     r"(?:Alloc (?P<req>\d+) error! \[Hint: )?Expected posix_memalign\([^)\n]*\) == 0, but received posix_memalign\([^)\n]*\):(?P<e1>\d+) != 0:0\.?|posix_memalign\([^)\n]*\) == 0\. (?P<e2>\d+) vs 0"
 );
 grammar!(xla_cpu, r"(?:RESOURCE_EXHAUSTED|Resource exhausted): Out of memory allocating (?P<req>\d+) bytes\.?");
+grammar!(accelerator_words, r"(?i)\bgpu|\bcuda|\brocm\b|\bhip\b|\btpu\b|gpu_\d|device:gpu");
 grammar!(ynn_alloc, r"allocate of <\d+> failed\.(?:[\s\S]{0,4000}?YNNPACK operation failed[^\n]*)?");
 grammar!(
     bad_alloc,
@@ -130,6 +132,12 @@ fn allocators(t: &str, hits: &mut Vec<Hit>) {
     if has(t, "Out of memory allocating") {
         for c in xla_cpu().captures_iter(t) {
             let m = c.get(0).unwrap();
+            // Older XLA:GPU (MaybeOwningGpuMemory) printed the same words for device memory:
+            // where the text around it names an accelerator, it is not the CPU client's.
+            let around = format!("{}{}", super::window_before(t, m.start(), 1500), super::window(t, m.end(), 1500));
+            if accelerator_words().is_match(&around) {
+                continue;
+            }
             let mut h = host_hit("host.xla-cpu", m.start(), m.end());
             h.priority = 10;
             if let Some(r) = c["req"].parse::<u64>().ok() {
