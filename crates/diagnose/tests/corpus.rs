@@ -134,11 +134,6 @@ const KNOWN_GAPS: &[&str] = &[
     "openrlhf-336-ray-actor-kv",
     // A rematerialization warning alone is reported as kind `other` (a warning), not an OOM.
     "enzymejax-1363-remat-absl-epoch",
-    // mallocMC's C++ exception: "error: out of memory" with no CUDA wording on its line.
-    "picongpu-3064-mallocmc-cuda-error",
-    // AMD NPU (AIE) compiler bank allocation: not yet a supported accelerator.
-    "onebitmonster-2262-aie-bank-aware-failed",
-    "tritonxdna-35-aie-sequential-fallback",
 ];
 
 /// Family sets collected from the wider ecosystem: `tests/corpus/families/*.jsonl`,

@@ -111,6 +111,18 @@ fn no_findings_and_bad_input() {
     assert_eq!(code, 2);
 }
 
+/// A paste of only the allocator's first sentence still gives a finding, without sizes.
+#[test]
+fn first_line_only_paste_from_stdin() {
+    let (code, out, _) = oomdoc(&["diagnose", "-", "--format", "json"], Some("RuntimeError: CUDA out of memory.\n"));
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let f = &v["findings"][0];
+    assert_eq!(f["id"], "pytorch.cuda-oom");
+    assert_eq!(f["kind"], "oom");
+    assert!(f["sizes"].as_object().unwrap().values().all(|x| x.is_null()), "{}", f["sizes"]);
+}
+
 #[test]
 fn explain_by_code_id_and_list() {
     let (code, out, _) = oomdoc(&["explain", "E1001"], None);

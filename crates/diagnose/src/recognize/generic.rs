@@ -1,8 +1,383 @@
-//! Generic layer: any message with clear memory-failure semantics that no family grammar claimed ("out of memory", "cannot allocate", ENOMEM, exit 137, …), with sizes by general rules and platform/space from the words around it.
+//! Generic layer: any message with clear memory-failure semantics that no family grammar
+//! claimed ("out of memory", "cannot allocate", "not enough memory", ENOMEM, …), with sizes
+//! by general rules and platform/space from the words around it.
+//!
+//! It runs last, on text no family hit covers, and stays silent unless the wording is an
+//! error report: the phrase must sit on a line that carries an error marker before it (an
+//! exception class, `error`, `failed`, a glog `E`/`F` level, `what():`), or open the line
+//! as a log message, and the line must not read as prose (first/second person, questions,
+//! hints). Disk-full, quota and timeout errors never contain these phrases.
 
 use super::Hit;
+use crate::finding::{Confidence, SizeKey};
+use crate::grammar;
+use oomdoc_kb::{Phase, Platform};
 
 /// Literals that can start a block for this module's messages (every grammar's anchor contains one).
-pub const TRIGGERS: &[&str] = &[];
+pub const TRIGGERS: &[&str] = &[
+    "Out of Memory",
+    "out-of-memory",
+    "Out-of-memory",
+    "out of GPU memory",
+    "Out of GPU memory",
+    "out of device memory",
+    "Out of device memory",
+    "OutOfDeviceMemory",
+    "out of host memory",
+    "Out of host memory",
+    "OutOfHostMemory",
+    "OUT_OF_DEVICE_MEMORY",
+    "OUT_OF_HOST_MEMORY",
+    "OOM",
+    "can't allocate",
+    "Can't allocate",
+    "cannot allocate",
+    "Unable to allocate",
+    "unable to allocate",
+    "failed to allocate",
+    "Failed to allocate",
+    "FAILED_TO_ALLOCATE",
+    "not enough memory",
+    "Not enough memory",
+    "NOT_ENOUGH_MEMORY",
+    "insufficient memory",
+    "Insufficient memory",
+    "allocation failed",
+    "Allocation failed",
+    "alloc failed",
+    "ENOMEM",
+    "MemoryError",
+    "OutOfMemory",
+    "ALLOCATION_FAILURE",
+];
 
-pub fn recognize(_t: &str, _hits: &mut Vec<Hit>) {}
+// The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
+grammar!(
+    strong,
+    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) allocate\b|not[ _]enough[ _](?:\w+[ _])?memory|insufficient[ _](?:\w+[ _])?memory|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _]failed|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b"
+);
+// What makes the line an error report, before the phrase.
+grammar!(
+    error_marker,
+    r"(?i)\b[\w.:]*(?:error|exception|fault)\b|\bfail(?:ed|ure|s)?\b|\bfatal\b|\babort(?:ed|ing)?\b|\bterminate called\b|what\(\)|\bpanic|\bcrash|\berrno\b|\bstatus\b|\bcheck failed\b|\.\w+:\d+\]|^\s*(?:\[?[EF]\d{4}|\[?(?:E|F|ERROR|FATAL|CRITICAL|ERR)\b)"
+);
+// Prose: people writing about a failure, hints, questions, docs.
+grammar!(
+    prose,
+    r"(?i)\b(?:I|I'm|I've|I'd|me|my|we|we're|our|us|you|your|you're|please help|how (?:do|can|to)|why|seems?|maybe|probably|thanks|avoid|prevent|reduce|to fix|if (?:the|a|an|it|there|this)|when (?:the|a|an|it|using|running)|should|would|tips?|hint|e\.g\.|such as|example|could (?:give|be|happen|cause|lead)|possibly|strange|because|she|he|they|their|someone|anyone|catch|detect|monitor)\b|\?\s*$"
+);
+// Source code quoted in a traceback or a diff, not a message.
+grammar!(code, r#"\braise \w|\bdef \w|\breturn \w|^\s*(?:if|elif|while|assert) .*:\s*$|\bif .*: (?:raise|return)\b|\bf["']|^\s*[+-]\s"#);
+// Operators: code, unless the line is already an error report (RET_CHECK / CHECK expressions).
+grammar!(operators, r"==|!=|&&|\|\||;\s*$");
+// A message at the start of a line (after a log prefix) needs no marker: "Failed to allocate 14495514624 bytes of memory".
+grammar!(line_start_phrase, r"(?i)^(?:[\s>*`\[\]\w:./-]|\p{So}){0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to allocate|(?:cannot|can't|could not) allocate|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed)");
+
+// Sizes by general rules, next to the word that names them.
+grammar!(
+    requested,
+    r"(?i)(?:allocat(?:e|ing|ion)|\bmap|request(?:ed|ing)?|need(?:s|ed)?|require[sd]?)(?: (?:a|an|the|additional))?(?: (?:buffer|tensor|memory|block|chunk|array|region))?(?: (?:of|for|with))?(?: size)?[ =:(]{0,3}(?P<v>0x[0-9a-fA-F]+|{SZ})"
+);
+grammar!(size_eq, r"(?i)\bsize[ ]?[=:][ ]?(?P<v>\d[\d,]*)\b");
+grammar!(free_sz, r"(?i)(?P<a>{SZ}) (?:is |are )?(?:free|available)\b|(?:free|available)(?: memory)?(?: is| was)?(?: only)?[ =:]{0,3}(?P<b>{SZ})");
+grammar!(total_sz, r"(?i)(?P<a>{SZ}) total\b|\btotal(?: memory| capacity)?(?: of| is)?[ =:]{0,3}(?P<b>{SZ})");
+grammar!(limit_sz, r"(?i)\b(?:limit|max(?:imum)?(?: allowed)?|capacity)(?: of| is| size)?[ =:]{0,3}(?P<b>{SZ})");
+grammar!(alloc_sz, r"(?i)(?P<a>{SZ})(?: memory)? (?:has been|have been|already) allocated|\ballocated[ =:]{1,3}(?P<b>{SZ})");
+
+// Words that name the platform and the memory space.
+grammar!(w_cuda, r"\bCUDA\b|\bcuda\w*|\bcu(?:Mem|da)[A-Z]\w*|NVIDIA|\bnvidia\b|\bcublas|\bcudnn|CUDAPlace");
+grammar!(w_rocm, r"\bHIP\b|\bhip[A-Z]\w*|\bROCm\b|\brocm\b|\bAMDGPU\b");
+grammar!(w_metal, r"\bMetal\b|\bMETAL\b|\bMTL\w+|MTLBuffer|kIOGPU\w+");
+grammar!(w_mps, r"\bMPS\b|\bmps\b");
+grammar!(w_xpu, r"\bXPU\b|\bxpu\b|Level[ _]Zero|\bUR_RESULT\w*|\bSYCL\b|\bsycl\b|\bZE_RESULT\w*");
+grammar!(w_npu, r"\bNPU\b|\bnpu\b|\bAscend\b|\bCANN\b|\bACL_ERROR\w*");
+grammar!(w_tpu, r"\bTPU\b");
+grammar!(
+    w_host,
+    r"\bCPU\b|\bcpu\b|intel_cpu|\bhost\b|\bHost\b|DefaultCPUAllocator|posix_memalign|\bmalloc\b|\bmmap\b|\bRAM\b|\bswap\b|CPUPlace|virtual memory|\bpinned\b|page-locked"
+);
+// Host by default: Python's MemoryError, C++ bad_alloc, errno ENOMEM, unless a device is named.
+grammar!(w_host_weak, r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b");
+grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|\bdevice memory\b|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bRMM_\w+|\bDirectML\b|\bDML\b|\bVulkan\b");
+
+pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
+    let existing: Vec<(usize, usize)> = hits.iter().map(|h| (h.start, h.end)).collect();
+    let mut found: Vec<Hit> = Vec::new();
+    for m in strong().find_iter(t) {
+        let (ls, le) = line_bounds(t, m.start(), m.end());
+        // Anything a family grammar already claimed nearby is that family's message.
+        let (ns, ne) = near(t, ls, le, 2);
+        if existing.iter().any(|&(s, e)| s < ne && ns < e) {
+            continue;
+        }
+        if found.iter().any(|h| h.start <= m.start() && m.end() <= h.end) {
+            continue;
+        }
+        let line = &t[ls..le];
+        let before = &t[ls..m.start()];
+        let phrase = m.as_str();
+        if prose().is_match(line) || code().is_match(line) {
+            continue;
+        }
+        if operators().is_match(line) && !error_marker().is_match(before) {
+            continue;
+        }
+        // A phrase quoted inside a sentence is a mention ("catch exceptions with 'CUDA out of memory'").
+        if quoted(t, ls, m.start(), le) {
+            continue;
+        }
+        let weak = phrase.eq_ignore_ascii_case("oom") || phrase == "MemoryError";
+        let marked = error_marker().is_match(before) || error_marker().is_match(phrase);
+        let leads = line_start_phrase().is_match(line) && m.start() - ls <= 48;
+        if weak {
+            // "OOM" / "MemoryError" on their own say little: only as an error's subject.
+            if phrase.eq_ignore_ascii_case("oom") && !(marked && error_marker().find(before).is_some()) {
+                continue;
+            }
+            if phrase == "MemoryError" && !after_is_message(t, m.end(), le) {
+                continue;
+            }
+        } else if !(marked || leads) {
+            continue;
+        }
+        // The message: this line, and the next one when it continues the sentence.
+        let mut end = le;
+        if let Some((ns2, ne2)) = next_line(t, le) {
+            let next = &t[ns2..ne2];
+            if !next.trim().is_empty() && next.len() < 400 && (requested().is_match(next) || free_sz().is_match(next)) && !prose().is_match(next) {
+                end = ne2;
+            }
+        }
+        let start = ls + (line.len() - line.trim_start().len());
+        let mut h = Hit::new("generic.oom", start, end.max(start));
+        h.priority = 90;
+        h.phase = Some(Phase::Runtime);
+        let says_memory = t[start..end].to_ascii_lowercase().contains("memory") || t[start..end].contains("ENOMEM") || t[start..end].contains("MEM_OBJECT");
+        if !says_memory && (weak || !has_size_word(&t[start..end])) {
+            h.confidence = Confidence::Likely;
+        }
+        sizes(&t[start..end], &mut h);
+        let (platform, space) = place(t, start, end);
+        h.platform = Some(platform);
+        match space {
+            Some("host") => {
+                h.id = "generic.host-oom";
+                h.space("host");
+            }
+            Some(_) => {
+                h.id = "generic.device-oom";
+                h.space("device");
+            }
+            None => {}
+        }
+        h.detail("wording", phrase);
+        // Merge with a generic hit of the lines just before (one failure, several lines).
+        if let Some(prev) = found.last_mut() {
+            if prev.end + 1 >= start || t[prev.end..start].matches('\n').count() <= 2 {
+                prev.end = prev.end.max(end);
+                for (k, p) in h.sizes {
+                    if prev.get(k).is_none() {
+                        prev.sizes.push((k, p));
+                    }
+                }
+                if prev.memory_space.is_none() && h.memory_space.is_some() {
+                    prev.id = h.id;
+                    prev.memory_space = h.memory_space;
+                    prev.platform = h.platform;
+                }
+                continue;
+            }
+        }
+        found.push(h);
+    }
+    hits.extend(found);
+}
+
+/// The line reads as people writing about a failure (questions, first person, hints).
+pub(crate) fn is_prose(line: &str) -> bool {
+    prose().is_match(line)
+}
+
+/// The phrase sits inside quotes that open after a space (not `error='...'`, a value).
+fn quoted(t: &str, ls: usize, at: usize, le: usize) -> bool {
+    let before = &t[ls..at];
+    let Some(q) = before.rfind(|c| c == '\'' || c == '"' || c == '`') else { return false };
+    let qc = before[q..].chars().next().unwrap_or('"');
+    let opener_ok = !before[..q].trim().is_empty() && before[..q].chars().last().map_or(false, |c| c.is_whitespace() || c == '(');
+    let word_before = before[q + 1..].split_whitespace().count() <= 3;
+    opener_ok && word_before && t[at..le].contains(qc)
+}
+
+/// `MemoryError` is a memory failure when it is raised with a message (`MemoryError: ...`);
+/// bare `MemoryError` lines are the host family's.
+fn after_is_message(t: &str, at: usize, le: usize) -> bool {
+    let rest = t[at..le].trim_start();
+    rest.starts_with(':') && rest[1..].trim().len() > 3
+}
+
+fn has_size_word(s: &str) -> bool {
+    requested().is_match(s) || size_eq().is_match(s)
+}
+
+fn sizes(msg: &str, h: &mut Hit) {
+    if let Some(c) = requested().captures(msg) {
+        let v = &c["v"];
+        if v.starts_with("0x") || v.starts_with("0X") || has_unit(v) {
+            h.size(SizeKey::Requested, v);
+        }
+    }
+    if h.get(SizeKey::Requested).is_none() {
+        if let Some(c) = size_eq().captures(msg) {
+            let digits: String = c["v"].chars().filter(|ch| ch.is_ascii_digit()).collect();
+            if let Ok(b) = digits.parse::<u64>() {
+                h.bytes(SizeKey::Requested, b, c["v"].to_string());
+            }
+        }
+    }
+    for (re, key) in [(free_sz(), SizeKey::Free), (total_sz(), SizeKey::Total), (limit_sz(), SizeKey::Limit), (alloc_sz(), SizeKey::Allocated)] {
+        if let Some(c) = re.captures(msg) {
+            if let Some(v) = c.name("a").or(c.name("b")) {
+                if has_unit(v.as_str()) && h.get(key).is_none() {
+                    h.size(key, v.as_str());
+                }
+            }
+        }
+    }
+}
+
+/// A size with a unit (or `bytes`): a bare number is never read as bytes here.
+fn has_unit(v: &str) -> bool {
+    v.trim_end().ends_with(|c: char| c.is_ascii_alphabetic())
+}
+
+/// Platform and memory space from the words of the message's line, then of the lines around it.
+fn place(t: &str, start: usize, end: usize) -> (Platform, Option<&'static str>) {
+    let (ws, we) = near(t, start, end, 2);
+    for scope in [&t[start..end], &t[ws..we]] {
+        let vendor = if w_cuda().is_match(scope) {
+            Some(Platform::Cuda)
+        } else if w_rocm().is_match(scope) {
+            Some(Platform::Rocm)
+        } else if w_xpu().is_match(scope) {
+            Some(Platform::Xpu)
+        } else if w_npu().is_match(scope) {
+            Some(Platform::Npu)
+        } else if w_metal().is_match(scope) {
+            Some(Platform::Metal)
+        } else if w_mps().is_match(scope) {
+            Some(Platform::Mps)
+        } else if w_tpu().is_match(scope) {
+            Some(Platform::Tpu)
+        } else {
+            None
+        };
+        let host = w_host().is_match(scope);
+        let device = w_device().is_match(scope);
+        match (vendor, host, device) {
+            (Some(p), false, _) | (Some(p), true, true) => return (p, Some("device")),
+            (None, true, false) => return (Platform::Cpu, Some("host")),
+            (None, false, true) => return (Platform::Other, Some("device")),
+            // A vendor word and a host word without a device word: the host side of that stack
+            // (pinned host memory, the CPU allocator of a GPU build) — say host.
+            (Some(_), true, false) => return (Platform::Cpu, Some("host")),
+            (None, true, true) => {}
+            (None, false, false) => {}
+        }
+    }
+    if w_host_weak().is_match(&t[start..end]) {
+        return (Platform::Cpu, Some("host"));
+    }
+    (Platform::Other, None)
+}
+
+fn line_bounds(t: &str, s: usize, e: usize) -> (usize, usize) {
+    let ls = t[..s].rfind('\n').map_or(0, |i| i + 1);
+    let le = t[e..].find('\n').map_or(t.len(), |i| e + i);
+    (ls, le)
+}
+
+fn next_line(t: &str, le: usize) -> Option<(usize, usize)> {
+    if le >= t.len() {
+        return None;
+    }
+    let s = le + 1;
+    let e = t[s..].find('\n').map_or(t.len(), |i| s + i);
+    Some((s, e))
+}
+
+/// The span of `n` lines before and after a line span.
+fn near(t: &str, ls: usize, le: usize, n: usize) -> (usize, usize) {
+    let mut s = ls;
+    for _ in 0..n {
+        if s == 0 {
+            break;
+        }
+        s = t[..s - 1].rfind('\n').map_or(0, |i| i + 1);
+    }
+    let mut e = le;
+    for _ in 0..n {
+        if e >= t.len() {
+            break;
+        }
+        e = t[e + 1..].find('\n').map_or(t.len(), |i| e + 1 + i);
+    }
+    (s, e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(t: &str) -> Option<Hit> {
+        let mut hits = Vec::new();
+        recognize(t, &mut hits);
+        assert!(hits.len() <= 1, "{hits:?}");
+        hits.pop()
+    }
+
+    #[test]
+    fn frameworks_without_a_grammar() {
+        // apache/mxnet#16803 (title)
+        let h = one("src/storage/./pooled_storage_manager.h:157: cudaMalloc failed: out of memory").unwrap();
+        assert_eq!((h.id, h.platform), ("generic.device-oom", Some(Platform::Cuda)));
+        // PaddlePaddle/Paddle#42228
+        let h = one("RuntimeError: ResourceExhaustedError:\n\nOut of memory error on GPU 0. Cannot allocate 98.000244MB memory on GPU 0, 6.000000GB memory has been allocated and available memory is only 0.000000B.\n\nPlease check whether there is any other process using GPU 0.").unwrap();
+        assert_eq!(h.id, "generic.device-oom");
+        assert_eq!(h.get(SizeKey::Requested), oomdoc_units::parse_size("98.000244MB").map(|p| p.bytes));
+        assert_eq!(h.get(SizeKey::Allocated), Some(6 << 30));
+        assert_eq!(h.get(SizeKey::Free), Some(0));
+    }
+
+    #[test]
+    fn prose_and_hints_stay_silent() {
+        assert!(one("If you encounter CUDA out of memory, try to set --tile with a smaller number.").is_none());
+        assert!(one("I encountered OOM with 50GB GPUs.").is_none());
+        assert!(one("OSError: [Errno 28] No space left on device").is_none());
+        assert!(one("Add total GPU memory capacity to the inference performance table").is_none());
+    }
+
+    #[test]
+    fn any_capitalisation_and_wrapped_lines() {
+        for t in [
+            "ERROR: OUT OF MEMORY while allocating 512 MiB on the GPU",
+            "Error: out-of-memory while allocating 512 MiB on the GPU",
+            "Error: OutOfMemory: allocating 512 MiB on the GPU",
+            "Error: failed to\nallocate 512 MiB on the GPU",
+        ] {
+            let h = one(t).unwrap_or_else(|| panic!("{t}"));
+            assert_eq!((h.id, h.get(SizeKey::Requested)), ("generic.device-oom", Some(512 << 20)), "{t}");
+        }
+        // Hex sizes are read exactly; a bare number is never taken as bytes.
+        let h = one("fatal: could not allocate 0x40000000 of host memory").unwrap();
+        assert_eq!((h.id, h.get(SizeKey::Requested)), ("generic.host-oom", Some(1 << 30)));
+        let h = one("error: cannot allocate 3 blocks of memory on the CPU").unwrap();
+        assert_eq!(h.get(SizeKey::Requested), None);
+    }
+
+    #[test]
+    fn a_named_device_wins_over_python_memoryerror() {
+        // tinygrad/tinygrad#7902
+        let h = one("MemoryError: Metal OOM while allocating size=4000000000").unwrap();
+        assert_eq!((h.id, h.platform, h.get(SizeKey::Requested)), ("generic.device-oom", Some(Platform::Metal), Some(4_000_000_000)));
+    }
+}

@@ -1,8 +1,329 @@
-//! Host RAM: CPU allocators (PyTorch DefaultCPUAllocator, posix_memalign, XLA:CPU), std::bad_alloc, Python MemoryError, the Linux OOM killer, containers (OOMKilled), macOS jetsam.
+//! Host RAM: CPU allocators (PyTorch DefaultCPUAllocator, posix_memalign, XLA:CPU),
+//! std::bad_alloc, Python MemoryError, the Linux OOM killer, containers (OOMKilled,
+//! exit 137), torchrun's SIGKILLed workers, macOS `Killed: 9`, compilers killed for RAM
+//! and DataLoader shared memory.
+//!
+//! Formats, from the sources that print them:
+//! - `c10/core/impl/alloc_cpu.cpp` (`c10/core/CPUAllocator.cpp` before 1.5): POSIX prints
+//!   `DefaultCPUAllocator: can't allocate memory: you tried to allocate N bytes. Error code E (strerror)`,
+//!   Windows and Android `DefaultCPUAllocator: not enough memory: you tried to allocate N bytes.`;
+//!   before 2019 `posix_memalign(&data, gAlignment, nbytes) == 0. 12 vs 0`.
+//! - XLA:CPU (`xla/pjrt/cpu/tracked_cpu_device_buffer.cc`): `RESOURCE_EXHAUSTED: Out of memory allocating %d bytes.`
+//!   (older XLA:GPU printed the same words for device memory, so GPU context rules it out);
+//!   the YNNPACK path logs `allocate of <N> failed.` before `YNNPACK operation failed`.
+//! - libstdc++: `terminate called after throwing an instance of 'std::bad_alloc'` / `what():  std::bad_alloc`.
+//! - NumPy (`_ArrayMemoryError`, since 1.17): `Unable to allocate 3.2 GiB for an array with shape (..) and data type float64`.
+//! - Linux `mm/oom_kill.c`: `Out of memory: Killed process N (comm) total-vm:..kB, anon-rss:..kB, ...`,
+//!   `oom-kill:constraint=...`, `Memory cgroup out of memory: ...`.
+//! - torch.distributed.elastic: `failed (exitcode: -9) local_rank: ...`, `Signal 9 (SIGKILL) received by PID N`.
 
-use super::Hit;
+use super::{has, Hit};
+use crate::finding::{Confidence, SizeKey};
+use crate::grammar;
+use oomdoc_kb::{Phase, Platform};
 
 /// Literals that can start a block for this module's messages (every grammar's anchor contains one).
-pub const TRIGGERS: &[&str] = &[];
+pub const TRIGGERS: &[&str] = &[
+    "DefaultCPUAllocator",
+    "posix_memalign",
+    "Out of memory allocating",
+    "allocate of <",
+    "bad_alloc",
+    "MemoryError",
+    "Unable to allocate",
+    "exitcode: -9",
+    "SIGKILL",
+    "Killed: 9",
+    "Memory cgroup out of memory",
+    "invoked oom-killer",
+    "[Errno 12]",
+];
 
-pub fn recognize(_t: &str, _hits: &mut Vec<Hit>) {}
+grammar!(
+    cpu_alloc,
+    r"DefaultCPUAllocator: (?P<kind>can't allocate memory|not enough memory)(?:: you tried to allocate (?P<req>\d+) bytes\.?)?(?: Error code (?P<code>\d+) \((?P<err>[^)\n]{0,80})\))?"
+);
+grammar!(enforce_loc, r"\[enforce fail at (?:[^\]\n]*[\\/])?(?P<loc>[\w.]+:\d+)\]");
+grammar!(
+    memalign,
+    r"(?:Alloc (?P<req>\d+) error! \[Hint: )?Expected posix_memalign\([^)\n]*\) == 0, but received posix_memalign\([^)\n]*\):(?P<e1>\d+) != 0:0\.?|posix_memalign\([^)\n]*\) == 0\. (?P<e2>\d+) vs 0"
+);
+grammar!(xla_cpu, r"(?:RESOURCE_EXHAUSTED|Resource exhausted): Out of memory allocating (?P<req>\d+) bytes\.?");
+grammar!(accelerator_words, r"(?i)\bgpu|\bcuda|\brocm\b|\bhip\b|\btpu\b|gpu_\d|device:gpu");
+grammar!(ynn_alloc, r"allocate of <\d+> failed\.(?:[\s\S]{0,4000}?YNNPACK operation failed[^\n]*)?");
+grammar!(
+    bad_alloc,
+    r"terminate called after throwing an instance of 'std::bad_alloc'(?:\s+what\(\):\s+std::bad_alloc)?|(?:what\(\):|Error:|Exception:|error:)\s*std::bad_alloc\b"
+);
+grammar!(
+    numpy_alloc,
+    r"(?P<exc>(?:[\w.]+\.)?(?:_ArrayMemoryError|MemoryError)): Unable to allocate (?:(?P<n>\d+(?:\.\d*)?)\s?(?P<u>[KMGTPE]i?B|B|bytes) for an )?array with (?:shape|form) \((?P<shape>[\d, ]*)\) and data type (?P<dt>\w+)"
+);
+grammar!(bare_memory_error, r"(?m)^[ \t>]*(?:[\w.]+\.)?MemoryError\b(?:[ \t]*:?[ \t]*$|[ \t]{2,}Traceback \(most recent call last\))");
+grammar!(errno12, r"(?P<exc>\b[\w.]*Error)?:?\s*\[Errno 12\] Cannot allocate memory");
+grammar!(killed_process, r"Killed process (?P<pid>\d+) \((?P<name>[^)]+)\)");
+grammar!(kb_field, r"(?P<k>total-vm|anon-rss|file-rss|shmem-rss):\s*(?P<v>[\d,]+)\s*kB");
+grammar!(
+    oom_kill_event,
+    r"oom-kill:constraint=|\bOOMKilled\b|invoked oom-killer|oom[-_]kill events?|srun: error: [^\n]*: Out Of Memory|Memory cgroup out of memory"
+);
+grammar!(
+    exit137,
+    r"\b(?:exit(?:ed)?(?: with)?(?: exit)?|returned non-zero exit|status)(?: status)?(?: code)?:? 137\b|(?i:signal 9 \(SIGKILL\))(?: received by PID \d+)?|died with <Signals\.SIGKILL: 9>|killed by signal: Killed|failed \(exitcode: -9\)(?: local_rank: \d+ \(pid: \d+\))?"
+);
+grammar!(shell_killed, r"(?m)^[ \t]*(?:[\w/.\-]+: (?:line \d+: )?)?(?:\d+[ \t]+)?(?:Killed|killed)(?::[ \t]*9)?(?:[ \t]+[^\n]{1,2000})?[ \t]*$");
+grammar!(
+    dev_shm,
+    r"killed by signal: Bus error\.?[^\n]{0,120}?out of shared memory|No space left on device[^\n]{0,80}/dev/shm|unable to (?:open|write to) shared memory object"
+);
+grammar!(
+    llvm_oom,
+    r"LLVM ERROR: (?:out of memory|Allocation failed|Cannot allocate memory)|'cicc' died due to signal 9|Killed signal terminated program (?:cc1plus|cc1|cicc)|virtual memory exhausted: Cannot allocate memory|cc1plus: out of memory|error: [^\n]{0,300}: Cannot allocate memory"
+);
+
+pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
+    allocators(t, hits);
+    python(t, hits);
+    killer(t, hits);
+}
+
+/// Framework and C/C++ allocators that could not get host memory.
+fn allocators(t: &str, hits: &mut Vec<Hit>) {
+    if has(t, "DefaultCPUAllocator") {
+        for c in cpu_alloc().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("host.cpu-allocator", m.start(), m.end());
+            h.priority = 10;
+            if let Some(r) = c.name("req").and_then(|r| r.as_str().parse::<u64>().ok()) {
+                h.bytes(SizeKey::Requested, r, format!("{r} bytes"));
+            }
+            if let Some(code) = c.name("code") {
+                h.detail("errno", code.as_str().parse::<u64>().ok());
+            }
+            if let Some(e) = c.name("err") {
+                h.detail("strerror", e.as_str());
+            }
+            h.detail("allocator", "DefaultCPUAllocator");
+            let line_start = t[..m.start()].rfind('\n').map_or(0, |i| i + 1);
+            if let Some(l) = enforce_loc().captures(&t[line_start..m.start()]) {
+                h.detail("location", &l["loc"]);
+            }
+            h.flag("framework_pytorch");
+            hits.push(h);
+        }
+    }
+    if has(t, "posix_memalign") {
+        for c in memalign().captures_iter(t) {
+            let errno = c.name("e1").or(c.name("e2")).and_then(|e| e.as_str().parse::<u64>().ok());
+            // Only ENOMEM (12) is a memory failure; EINVAL (22) is a bad alignment.
+            if errno != Some(12) {
+                continue;
+            }
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("host.cpu-allocator", m.start(), m.end());
+            h.priority = 10;
+            if let Some(r) = c.name("req").and_then(|r| r.as_str().parse::<u64>().ok()) {
+                h.bytes(SizeKey::Requested, r, format!("{r}"));
+            }
+            h.detail("errno", 12).detail("allocator", "posix_memalign");
+            hits.push(h);
+        }
+    }
+    if has(t, "Out of memory allocating") {
+        for c in xla_cpu().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            // Older XLA:GPU (MaybeOwningGpuMemory) printed the same words for device memory:
+            // where the text around it names an accelerator, it is not the CPU client's.
+            let around = format!("{}{}", super::window_before(t, m.start(), 1500), super::window(t, m.end(), 1500));
+            if accelerator_words().is_match(&around) {
+                continue;
+            }
+            let mut h = host_hit("host.xla-cpu", m.start(), m.end());
+            h.priority = 10;
+            if let Some(r) = c["req"].parse::<u64>().ok() {
+                h.bytes(SizeKey::Requested, r, format!("{r} bytes"));
+            }
+            h.flag("framework_jax");
+            hits.push(h);
+        }
+    }
+    if has(t, "allocate of <") {
+        // YNNPACK repeats the line once per failed buffer; one finding covers the run.
+        if let Some(first) = ynn_alloc().find(t) {
+            let end = ynn_alloc().find_iter(t).last().map_or(first.end(), |m| m.end());
+            let mut h = host_hit("host.xla-cpu", first.start(), end);
+            h.priority = 12;
+            h.confidence = Confidence::Likely;
+            h.detail("allocator", "YNNPACK");
+            h.flag("framework_jax");
+            hits.push(h);
+        }
+    }
+    if has(t, "[Errno 12]") {
+        // ENOMEM from a system call (fork, mmap, ...). A process line repeats it per worker: one finding.
+        for c in errno12().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("host.enomem", m.start(), m.end());
+            h.priority = 12;
+            h.detail("errno", 12);
+            let ls = t[..m.start()].rfind('\n').map_or(0, |i| i + 1);
+            let ctx = super::window_before(t, ls, 400);
+            if ctx.contains("fork()") || ctx.contains("_launch") || ctx.contains("Popen") {
+                h.detail("syscall", "fork");
+            }
+            hits.push(h);
+        }
+    }
+    if has(t, "bad_alloc") {
+        for m in bad_alloc().find_iter(t) {
+            let mut h = host_hit("host.bad-alloc", m.start(), m.end());
+            h.priority = 30;
+            hits.push(h);
+        }
+    }
+}
+
+/// Python's MemoryError, with NumPy's sizes when it states them.
+fn python(t: &str, hits: &mut Vec<Hit>) {
+    if !has(t, "MemoryError") && !has(t, "Unable to allocate") {
+        return;
+    }
+    for c in numpy_alloc().captures_iter(t) {
+        let m = c.get(0).unwrap();
+        let mut h = host_hit("host.python-memoryerror", m.start(), m.end());
+        h.priority = 10;
+        if let (Some(n), Some(u)) = (c.name("n"), c.name("u")) {
+            // NumPy prints three significant digits and may end the mantissa with a dot ("149. GiB").
+            let num = n.as_str().trim_end_matches('.');
+            let unit = if u.as_str() == "bytes" { "B" } else { u.as_str() };
+            if let Some(p) = oomdoc_units::parse_size(&format!("{num} {unit}")) {
+                h.bytes(SizeKey::Requested, p.bytes, format!("{} {}", n.as_str(), u.as_str()));
+            }
+        }
+        let shape = c["shape"].trim().to_string();
+        let dims: Vec<u64> = shape.split(',').filter_map(|d| d.trim().parse().ok()).collect();
+        let dt = c["dt"].to_string();
+        if let (Some(esize), false) = (dtype_bytes(&dt), dims.is_empty()) {
+            let prod = dims.iter().try_fold(esize, |acc, d| acc.checked_mul(*d));
+            if let Some(total) = prod {
+                let formula = format!("{} × {} B ({dt})", dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("×"), esize);
+                h.derive("tensor_bytes", total, formula);
+            }
+        }
+        h.culprit.shape = Some(format!("({shape})"));
+        h.culprit.dtype = Some(dt);
+        h.detail("exception", &c["exc"]);
+        hits.push(h);
+    }
+    for m in bare_memory_error().find_iter(t) {
+        let mut h = host_hit("host.python-memoryerror", m.start(), m.end());
+        h.priority = 35;
+        hits.push(h);
+    }
+}
+
+fn dtype_bytes(dt: &str) -> Option<u64> {
+    Some(match dt {
+        "bool" | "uint8" | "int8" => 1,
+        "uint16" | "int16" | "float16" => 2,
+        "uint32" | "int32" | "float32" => 4,
+        "uint64" | "int64" | "float64" | "complex64" => 8,
+        "complex128" => 16,
+        _ => return None,
+    })
+}
+
+/// The kernel, a container runtime or a launcher killed the process (SIGKILL).
+fn killer(t: &str, hits: &mut Vec<Hit>) {
+    if has(t, "Killed process") {
+        for c in killed_process().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("host.oom-killer", m.start(), m.end());
+            h.culprit.op = Some(format!("{} (pid {})", &c["name"], &c["pid"]));
+            // The sizes follow on the same (possibly wrapped) line, in KiB ("kB"), sometimes comma-grouped.
+            let tail = super::window(t, m.end(), 600);
+            let tail = &tail[..tail.find("Killed process").unwrap_or(tail.len())];
+            let mut seen = std::collections::BTreeSet::new();
+            for f in kb_field().captures_iter(tail) {
+                if !seen.insert(f["k"].to_string()) {
+                    continue; // a later line (oom_reaper) repeats the fields with other values
+                }
+                let digits: String = f["v"].chars().filter(|ch| ch.is_ascii_digit()).collect();
+                let Some(kib) = digits.parse::<u64>().ok() else { continue };
+                let bytes = kib.saturating_mul(1024);
+                match &f["k"] {
+                    "anon-rss" => {
+                        h.bytes(SizeKey::Used, bytes, format!("anon-rss:{}kB", &f["v"]));
+                    }
+                    k => {
+                        h.detail(&format!("{}_bytes", k.replace('-', "_")), bytes);
+                    }
+                }
+                h.end = h.end.max(m.end() + f.get(0).unwrap().end());
+            }
+            hits.push(h);
+        }
+    }
+    if has(t, "illed") {
+        for m in shell_killed().find_iter(t) {
+            if prose_line(t, m.start()) {
+                continue;
+            }
+            let mut h = host_hit("host.oom-killer", m.start(), m.end());
+            h.confidence = Confidence::Likely;
+            h.detail("signal", "SIGKILL (shell reported `Killed`)");
+            h.priority = 45;
+            hits.push(h);
+        }
+    }
+    for m in dev_shm().find_iter(t) {
+        let mut h = host_hit("host.dev-shm", m.start(), m.end());
+        h.priority = 15;
+        hits.push(h);
+    }
+    for m in oom_kill_event().find_iter(t) {
+        // `docker inspect` prints the flag either way: "OOMKilled": false is not a kill.
+        let after = super::window(t, m.end(), 12).trim_start_matches('"').trim_start();
+        if after.strip_prefix(':').is_some_and(|v| v.trim_start().starts_with("false")) {
+            continue;
+        }
+        let mut h = host_hit("host.oom-killer", m.start(), m.end());
+        h.priority = 30;
+        hits.push(h);
+    }
+    if t.contains("137") || t.contains("SIGKILL") || t.contains("IGKILL") || t.contains("signal: Killed") || t.contains("exitcode: -9") {
+        for m in exit137().find_iter(t) {
+            if prose_line(t, m.start()) {
+                continue;
+            }
+            let mut h = host_hit("host.oom-killer", m.start(), m.end());
+            h.confidence = Confidence::Likely;
+            h.detail("exit_status", 137);
+            h.priority = 40;
+            hits.push(h);
+        }
+    }
+    if has(t, "LLVM ERROR") || has(t, "signal 9") || has(t, "Cannot allocate memory") || has(t, "Killed signal") || has(t, "cc1plus") {
+        for m in llvm_oom().find_iter(t) {
+            let mut h = host_hit("host.compiler-oom", m.start(), m.end());
+            h.phase = Some(Phase::Compile);
+            hits.push(h);
+        }
+    }
+}
+
+/// A question or a sentence about exit codes, not a report of one.
+fn prose_line(t: &str, at: usize) -> bool {
+    let ls = t[..at].rfind('\n').map_or(0, |i| i + 1);
+    let le = t[at..].find('\n').map_or(t.len(), |i| at + i);
+    super::generic::is_prose(&t[ls..le])
+}
+
+fn host_hit(id: &'static str, start: usize, end: usize) -> Hit {
+    let mut h = Hit::new(id, start, end);
+    h.platform = Some(Platform::Cpu);
+    h.phase = Some(Phase::Runtime);
+    h.space("host");
+    h.priority = 20;
+    h
+}

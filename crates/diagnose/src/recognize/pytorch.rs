@@ -28,6 +28,7 @@ grammar!(mps, r"MPS backend out of memory \(MPS allocated:\s*(?P<a>{SZ}),\s*othe
 grammar!(cuda_error, r"(?P<dev>CUDA|HIP) error:\s*out of memory|(?P<dev2>cudaMalloc|hipMalloc)(?:Async|Managed)? failed:? out of memory|(?P<dev3>CUDA|HIP): out of memory");
 grammar!(thc, r"THCudaCheck FAIL file=(?P<file>\S+) line=(?P<line>\d+) error=2 : out of memory");
 grammar!(cuda_runtime_error, r"cuda runtime error \(2\) : out of memory(?: at (?P<loc>\S+))?");
+grammar!(headline, r"(?P<dev>CUDA|HIP|XPU|NPU|MTIA) out of memory\.");
 grammar!(alloc_failed, r"(?P<lib>CUBLAS|HIPBLAS|CUBLASLT|ROCBLAS|CUSOLVER|CUSPARSE|CUFFT)_STATUS_(?P<st>ALLOC_FAILED|NOT_INITIALIZED)(?: when calling `?(?P<call>[\w:]+\([^)]*\))`?)?");
 
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
@@ -144,6 +145,27 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                 h.culprit.op = Some(call.as_str().to_string());
             }
             h.priority = 15;
+            hits.push(h);
+        }
+    }
+    // Only the allocator's first sentence was pasted ("RuntimeError: CUDA out of memory."):
+    // the same failure, without numbers. Weakest, so the full message wins where present.
+    if has(t, " out of memory.") {
+        for c in headline().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let (id, platform) = match &c["dev"] {
+                "HIP" => ("pytorch.hip-oom", Platform::Rocm),
+                "CUDA" => ("pytorch.cuda-oom", Platform::Cuda),
+                "XPU" => ("pytorch.cuda-oom", Platform::Xpu),
+                "NPU" => ("pytorch.cuda-oom", Platform::Npu),
+                _ => ("pytorch.cuda-oom", Platform::Other),
+            };
+            let mut h = Hit::new(id, m.start(), m.end());
+            h.platform = Some(platform);
+            h.phase = Some(Phase::Runtime);
+            h.space("device");
+            h.flag("framework_pytorch");
+            h.priority = 60;
             hits.push(h);
         }
     }
