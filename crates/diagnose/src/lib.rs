@@ -22,12 +22,14 @@ pub mod dump;
 pub mod facts;
 pub mod finding;
 pub mod hardware;
+pub mod multi;
 pub mod normalize;
 pub mod recognize;
 pub mod render;
 pub mod scan;
 
 pub use finding::*;
+pub use multi::{evidence_finding, merge_reports};
 pub use oomdoc_kb::Lang;
 
 use facts::Facts;
@@ -128,7 +130,7 @@ impl Collector {
         if let Some(first) = findings.iter_mut().find(|f| f.kind == Kind::Oom && f.severity == Severity::Error) {
             first.first_fatal = true;
         }
-        Report { findings, lines_scanned: 0, bytes_scanned: 0 }
+        Report { findings, ..Default::default() }
     }
 }
 
@@ -189,6 +191,8 @@ fn build(hit: &Hit, flat: &normalize::Flat) -> Finding {
         references: Vec::new(),
         excerpt,
         memory: None,
+        file: None,
+        files: Vec::new(),
     };
     if kind == Kind::Other {
         f.severity = if f.severity == Severity::Warning { Severity::Warning } else { Severity::Error };
