@@ -111,9 +111,13 @@ fn finding_text(out: &mut String, f: &Finding, lang: Lang, st: &Style, total_fil
     };
     let code = f.code.as_deref().map(|c| format!("[{c}]")).unwrap_or_default();
     let lines = if f.end_line > f.line { format!("{} {}–{}", w[6], f.line, f.end_line) } else { format!("{} {}", w[5], f.line) };
+    // Line 0: observed outside the log (`oomdoc run`'s kernel evidence).
+    let lines = if f.line == 0 { String::new() } else { lines };
     let times = if f.occurrences > 1 { format!(", ×{}", f.occurrences) } else { String::new() };
     let fatal = if f.first_fatal { format!(", {}", w[8]) } else { String::new() };
-    let _ = writeln!(out, "{color}{label}{code}{} {}{}: {}{} {}({lines}{times}{fatal}){}", st.reset, st.bold, f.id, f.title, st.reset, st.dim, st.reset);
+    let inner = format!("{lines}{times}{fatal}");
+    let inner = inner.trim_start_matches(", ");
+    let _ = writeln!(out, "{color}{label}{code}{} {}{}: {}{} {}({inner}){}", st.reset, st.bold, f.id, f.title, st.reset, st.dim, st.reset);
     let _ = writeln!(out, "  {}", f.headline);
     if let Some(l) = files_line(f, total_files, lang) {
         let _ = writeln!(out, "  {}{l}{}", st.dim, st.reset);

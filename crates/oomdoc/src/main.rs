@@ -27,6 +27,8 @@ enum Command {
     Plan(cmd::plan::PlanArgs),
     /// Print the accelerator hardware table with sources.
     Chips(cmd::chips::ChipsArgs),
+    /// Run a command, pass its output through, and diagnose it when it fails: `oomdoc run -- python train.py`.
+    Run(cmd::run::RunArgs),
     /// Run the web UI and JSON API: paste a log, browse the knowledge base, record which fixes worked.
     Serve(cmd::serve::ServeArgs),
 }
@@ -34,6 +36,8 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        // The command's own exit status (128+N for a signal), not oomdoc's.
+        Command::Run(a) => return cmd::run::run(a),
         Command::Diagnose(a) => cmd::diagnose::run(a),
         Command::Explain(a) => cmd::explain::run(a),
         Command::Memory(a) => cmd::memory::run(a),

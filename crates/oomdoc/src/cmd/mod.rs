@@ -4,4 +4,5 @@ pub mod diagnose;
 pub mod explain;
 pub mod memory;
 pub mod plan;
+pub mod run;
 pub mod serve;
