@@ -128,7 +128,8 @@ mod tests {
         let opts = Options::default();
         let a = diagnose_text("ok\n", &opts);
         let b = diagnose_text(&format!("{CUDA}\n"), &opts);
-        let c = diagnose_text("Out of memory: Killed process 1234 (python) total-vm:100kB, anon-rss:2048kB, file-rss:0kB\n", &opts);
+        // Real kernel line, from https://github.com/ShengcaiLiao/QAConv/issues/19 (kb/host/oom-killer.toml).
+        let c = diagnose_text("[441280.839852] Out of memory: Killed process 698405 (python) total-vm:49978204kB, anon-rss:12918388kB, file-rss:68668kB, shmem-rss:53352kB, UID:1000 pgtables:49772kB oom_score_adj:0\n", &opts);
         let m = merge_reports(vec![("a".into(), a), ("b".into(), b), ("c".into(), c)]);
         assert_eq!(m.findings.len(), 2);
         assert_eq!(m.findings.iter().filter(|f| f.first_fatal).count(), 1);
