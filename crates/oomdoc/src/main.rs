@@ -29,6 +29,8 @@ enum Command {
     Chips(cmd::chips::ChipsArgs),
     /// Run a command, pass its output through, and diagnose it when it fails: `oomdoc run -- python train.py`.
     Run(cmd::run::RunArgs),
+    /// Model Context Protocol server over stdio, for coding agents (tools: diagnose, explain, plan_pallas, plan_triton, memory).
+    Mcp(cmd::mcp::McpArgs),
     /// Run the web UI and JSON API: paste a log, browse the knowledge base, record which fixes worked.
     Serve(cmd::serve::ServeArgs),
 }
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
         Command::Plan(a) => cmd::plan::run(a),
         Command::Chips(a) => cmd::chips::run(a),
         Command::Serve(a) => cmd::serve::run(a),
+        Command::Mcp(a) => cmd::mcp::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

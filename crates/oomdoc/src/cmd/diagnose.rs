@@ -194,11 +194,23 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, unreadable: &mut Vec<Unreadable>, 
 }
 
 fn many(args: &DiagnoseArgs, opts: &Options) -> Result<Report, CliError> {
+    diagnose_paths(&args.logs, opts, args.jobs)
+}
+
+/// Diagnose files and directories (and `-`) as `oomdoc diagnose PATH…` does: one file
+/// gives its own report; several, or a directory, the merged report. Unreadable files are
+/// noted on stderr and in `unreadable`; an error only when nothing could be read.
+pub fn diagnose_paths(logs: &[PathBuf], opts: &Options, jobs: Option<usize>) -> Result<Report, CliError> {
+    if let [p] = logs {
+        if p.as_os_str() != "-" && !p.is_dir() {
+            return read_one(&Input::File(p.clone()), opts).map_err(|e| CliError::usage(e.error));
+        }
+    }
     let mut inputs: Vec<Input> = Vec::new();
     let mut unreadable: Vec<Unreadable> = Vec::new();
     let mut skipped = 0usize;
     let mut stdin_seen = false;
-    for p in &args.logs {
+    for p in logs {
         if p.as_os_str() == "-" {
             if !stdin_seen {
                 inputs.push(Input::Stdin);
@@ -216,10 +228,10 @@ fn many(args: &DiagnoseArgs, opts: &Options) -> Result<Report, CliError> {
     }
     if inputs.is_empty() {
         let why = if skipped > 0 { format!(" ({skipped} binary files skipped)") } else { String::new() };
-        return Err(CliError::usage(format!("no log files found in {}{why}", args.logs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))));
+        return Err(CliError::usage(format!("no log files found in {}{why}", logs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))));
     }
     let total = inputs.len() + unreadable.len();
-    let results = read_parallel(&inputs, opts, args.jobs);
+    let results = read_parallel(&inputs, opts, jobs);
     let mut reports = Vec::new();
     for (input, r) in inputs.iter().zip(results) {
         match r {

@@ -2,6 +2,7 @@
 pub mod chips;
 pub mod diagnose;
 pub mod explain;
+pub mod mcp;
 pub mod memory;
 pub mod plan;
 pub mod run;
