@@ -107,6 +107,13 @@ fn cannot_start_is_127_with_one_line() {
     let err = text(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("oomdoc: cannot run"), "{err}");
+    // The report is written in every case.
+    let rep = temp_dir("nostart").join("report.json");
+    let out = oomdoc().args(["run", "--report"]).arg(&rep).args(["--", "/nonexistent/oomdoc-no-such-command"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    let v = report(&rep);
+    assert_eq!(v["exit_status"], 127);
+    assert_eq!(v["findings"].as_array().unwrap().len(), 0);
 }
 
 #[test]

@@ -70,12 +70,16 @@ const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 static CHILD_PGID: AtomicI32 = AtomicI32::new(0);
 static PTY_MASTER: AtomicI32 = AtomicI32::new(-1);
+/// A signal that arrived before the child had its process group, forwarded once it does.
+static PENDING_SIGNAL: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn forward_signal(sig: libc::c_int) {
     let pg = CHILD_PGID.load(Ordering::SeqCst);
     if pg > 0 {
         // SAFETY: kill is async-signal-safe.
         unsafe { libc::kill(-pg, sig) };
+    } else {
+        PENDING_SIGNAL.store(sig, Ordering::SeqCst);
     }
 }
 
@@ -248,17 +252,33 @@ impl Ended {
     }
 }
 
-fn wait_child(pid: libc::pid_t) -> io::Result<Ended> {
+/// Wait for the child. With the terminal (`foreground`), job control works as in a shell:
+/// when Ctrl-Z stops the command, oomdoc takes the terminal back and stops too; when the
+/// shell resumes oomdoc (`fg`), the command gets the terminal and SIGCONT.
+fn wait_child(pid: libc::pid_t, foreground: bool) -> io::Result<Ended> {
     loop {
         let mut status = 0;
         // SAFETY: waiting for our own child.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
         if r == pid {
             if libc::WIFEXITED(status) {
                 return Ok(Ended::Exited(libc::WEXITSTATUS(status)));
             }
             if libc::WIFSIGNALED(status) {
                 return Ok(Ended::Signaled(libc::WTERMSIG(status)));
+            }
+            if libc::WIFSTOPPED(status) {
+                // SAFETY: terminal and signal calls on our own process group and the child's.
+                unsafe {
+                    if foreground {
+                        libc::tcsetpgrp(0, libc::getpgrp());
+                    }
+                    libc::kill(libc::getpid(), libc::SIGSTOP);
+                    if foreground {
+                        libc::tcsetpgrp(0, pid);
+                    }
+                    libc::kill(-pid, libc::SIGCONT);
+                }
             }
             continue;
         }
@@ -373,6 +393,9 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
         });
     }
 
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        install(sig, forward_signal);
+    }
     let before = KernelState::read();
     let started = Instant::now();
     let mut child = match cmd.spawn() {
@@ -381,7 +404,17 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
             if let Some((dir, false)) = &dump_dir {
                 let _ = std::fs::remove_dir_all(dir);
             }
-            return Err((127, format!("cannot run `{shown}`: {e}")));
+            let msg = format!("cannot run `{shown}`: {e}");
+            if let Some(path) = &args.report {
+                let mut v = serde_json::to_value(Report::default()).expect("report serializes");
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("exit_status".into(), 127.into());
+                    o.insert("signal".into(), serde_json::Value::Null);
+                    o.insert("error".into(), msg.clone().into());
+                }
+                let _ = std::fs::write(path, serde_json::to_string_pretty(&v).expect("serializes") + "\n");
+            }
+            return Err((127, msg));
         }
     };
     let pid = child.id() as libc::pid_t;
@@ -395,8 +428,10 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
             libc::tcsetpgrp(0, pid);
         }
     }
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-        install(sig, forward_signal);
+    let pending = PENDING_SIGNAL.swap(0, Ordering::SeqCst);
+    if pending > 0 {
+        // SAFETY: signalling the child's own process group.
+        unsafe { libc::kill(-pid, pending) };
     }
     if !sources.is_empty() {
         install(libc::SIGWINCH, forward_winch);
@@ -425,7 +460,7 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
     drop(tx);
     drop(done_tx);
 
-    let ended = wait_child(pid).map_err(|e| (2, format!("waiting for `{shown}`: {e}")))?;
+    let ended = wait_child(pid, stdin_fg).map_err(|e| (2, format!("waiting for `{shown}`: {e}")))?;
     let elapsed = started.elapsed();
     CHILD_PGID.store(0, Ordering::SeqCst);
     if stdin_fg {
