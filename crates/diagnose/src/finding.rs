@@ -309,4 +309,8 @@ pub struct Finding {
     /// With several logs: every log this failure appears in, sorted (`occurrences` counts all of them).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
+    /// When the log's lines carry dates: the time of the message (or of the nearest line
+    /// before it), `YYYY-MM-DDTHH:MM:SS.fffffffff`, to order failures across logs. Not in the JSON.
+    #[serde(skip)]
+    pub time: Option<String>,
 }

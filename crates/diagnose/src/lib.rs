@@ -84,7 +84,8 @@ impl Collector {
         let lines: Vec<_> = raw.lines.iter().map(|(n, l)| normalize::clean_line(*n, l)).collect();
         let flat = normalize::flatten(&lines);
         for hit in recognize::recognize_all(&flat) {
-            let finding = build(&hit, &flat);
+            let mut finding = build(&hit, &flat);
+            finding.time = multi::time_before(&raw.lines, finding.line);
             let key = fingerprint(&finding);
             match self.index.get(&key) {
                 Some(&i) => self.pending[i].finding.occurrences += 1,
@@ -193,6 +194,7 @@ fn build(hit: &Hit, flat: &normalize::Flat) -> Finding {
         memory: None,
         file: None,
         files: Vec::new(),
+        time: None,
     };
     if kind == Kind::Other {
         f.severity = if f.severity == Severity::Warning { Severity::Warning } else { Severity::Error };

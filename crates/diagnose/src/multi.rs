@@ -39,6 +39,9 @@ pub fn merge_reports(logs: Vec<(String, Report)>) -> Report {
                     let g = &mut merged[i].1;
                     g.occurrences += f.occurrences;
                     g.files.extend(files);
+                    if f.time.is_some() && (g.time.is_none() || f.time < g.time) {
+                        g.time = f.time;
+                    }
                 }
                 None if merged.len() < MAX_FINDINGS => {
                     f.file = Some(file);
@@ -57,10 +60,34 @@ pub fn merge_reports(logs: Vec<(String, Report)>) -> Report {
     }
     merged.sort_by_key(|(pos, f)| (*pos, f.line, f.end_line));
     out.findings = merged.into_iter().map(|(_, f)| f).collect();
-    if let Some(first) = out.findings.iter_mut().find(|f| f.kind == Kind::Oom && f.severity == Severity::Error) {
-        first.first_fatal = true;
+    // The first fatal failure: by the lines' dates when every fatal one has a date (the
+    // earliest copy counts), otherwise the first in the order the logs were given.
+    let fatal: Vec<usize> = (0..out.findings.len()).filter(|&i| out.findings[i].kind == Kind::Oom && out.findings[i].severity == Severity::Error).collect();
+    let by_time = !fatal.is_empty() && fatal.iter().all(|&i| out.findings[i].time.is_some());
+    let first = if by_time { fatal.iter().copied().min_by(|&a, &b| out.findings[a].time.cmp(&out.findings[b].time)) } else { fatal.first().copied() };
+    if let Some(i) = first {
+        out.findings[i].first_fatal = true;
     }
     out
+}
+
+/// The date and time the message at `line` was logged: from that line, or the nearest
+/// line before it in the block that carries one (`2019-06-08 03:44:36.084180`, ISO 8601,
+/// Python logging's `2024-01-01 12:00:00,123`).
+pub(crate) fn time_before(lines: &[(u64, Vec<u8>)], line: u64) -> Option<String> {
+    static RE: std::sync::OnceLock<regex::bytes::Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::bytes::Regex::new(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?").expect("time regex")
+    });
+    for (_, l) in lines.iter().rev().filter(|(n, _)| *n <= line) {
+        let head = &l[..l.len().min(160)];
+        if let Some(c) = re.captures(head) {
+            let g = |i: usize| c.get(i).map_or("", |m| std::str::from_utf8(m.as_bytes()).unwrap_or(""));
+            let frac = format!("{:0<9}", g(7));
+            return Some(format!("{}-{}-{}T{}:{}:{}.{}", g(1), g(2), g(3), g(4), g(5), g(6), frac));
+        }
+    }
+    None
 }
 
 /// A finding for knowledge-base entry `id` from evidence oomdoc observed itself, not a
@@ -135,6 +162,30 @@ mod tests {
         assert_eq!(m.findings.iter().filter(|f| f.first_fatal).count(), 1);
         assert!(m.findings[0].first_fatal);
         assert_eq!(m.findings[0].file.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn first_fatal_by_the_lines_dates() {
+        let opts = Options::default();
+        // Real messages (jax-ml/jax#788, tests/corpus/dev.jsonl), each with its logged date.
+        let record = |id: &str| -> String {
+            let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/corpus/dev.jsonl");
+            let text = std::fs::read_to_string(path).unwrap();
+            let line = text.lines().find(|l| l.contains(&format!("\"id\": \"{id}\""))).unwrap();
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            v["error_text"].as_str().unwrap().to_string()
+        };
+        let early = record("jax-788-cudnn-picker-driver");
+        let late = record("jax-788-replica-failed-legacy");
+        let a = diagnose_text(&late, &opts);
+        let b = diagnose_text(&early, &opts);
+        assert_eq!(a.findings[0].time.as_deref(), Some("2019-06-13T01:17:08.886805000"));
+        let m = merge_reports(vec![("late.log".into(), a), ("early.log".into(), b)]);
+        assert_eq!(m.findings[0].file.as_deref(), Some("late.log"), "listed in the order given");
+        let fatal: Vec<_> = m.findings.iter().filter(|f| f.first_fatal).collect();
+        assert_eq!(fatal.len(), 1);
+        assert_eq!(fatal[0].file.as_deref(), Some("early.log"), "but the earlier date is the first fatal");
+        assert!(fatal[0].time.as_deref().unwrap().starts_with("2019-06-08T03:44:36"));
     }
 
     #[test]
