@@ -258,3 +258,16 @@ fn terminal_gets_a_pty() {
     assert!(s.contains("\x1b[31mred\x1b[0m\r\n"), "{s:?}");
     assert!(!s.contains("\r\r\n"), "newlines translated once: {s:?}");
 }
+
+/// `oomdoc run -- yes | head -1`: the reader leaves, the command gets SIGPIPE as without
+/// oomdoc, and nothing is added.
+#[test]
+fn reader_leaving_early_ends_the_command_quietly() {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{}' run -- yes | head -n 2; echo \"status ${{PIPESTATUS:-}}\" >/dev/null", env!("CARGO_BIN_EXE_oomdoc")))
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "y\ny\n");
+    assert_eq!(text(&out.stderr), "", "no diagnosis for a SIGPIPE");
+}

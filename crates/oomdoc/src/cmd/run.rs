@@ -514,7 +514,10 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
             note = Some(format!("cannot write the report {}: {e}", path.display()));
         }
     }
-    if ended.failed() {
+    // `oomdoc run -- cmd | head`: the command ended by SIGPIPE when its reader left is no
+    // failure to explain (a shell prints nothing either), unless its output held one.
+    let sigpipe_quiet = matches!(ended, Ended::Signaled(libc::SIGPIPE)) && report.findings.is_empty();
+    if ended.failed() && !sigpipe_quiet {
         let color = match args.color {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
