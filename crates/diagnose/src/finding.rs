@@ -19,6 +19,35 @@ pub struct Report {
     /// With several logs: those that could not be read, and why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unreadable: Vec<Unreadable>,
+    /// How the input was stored, when it was not plain UTF-8 text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<InputFormat>,
+    /// Distinct findings folded away to bound memory (warnings first; never the first
+    /// fatal failure). Absent when nothing was folded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<Truncated>,
+    /// Problems met while reading the input (a compressed stream that breaks off).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Compression and text encoding of the input (`"gzip"`, `"utf-16le"`).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct InputFormat {
+    pub compression: crate::input::Compression,
+    pub encoding: crate::input::Encoding,
+    /// Lines ended in a carriage return alone (classic Mac), read as line feeds.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cr_only: bool,
+}
+
+/// Counts of distinct findings not kept.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct Truncated {
+    /// Non-fatal findings (warnings, recognized non-memory messages).
+    pub warnings: u64,
+    /// Fatal failures past the (much larger) cap on those.
+    pub errors: u64,
 }
 
 /// A log that could not be read (`diagnose DIR` goes on without it).

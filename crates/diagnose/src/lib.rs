@@ -23,6 +23,7 @@ pub mod facts;
 pub mod finding;
 pub mod hardware;
 pub mod multi;
+pub mod input;
 pub mod normalize;
 pub mod recognize;
 pub mod render;
@@ -45,16 +46,36 @@ pub struct Options {
     pub lang: Lang,
     /// An XLA dump directory (`--xla_dump_to`): attach the failing module's memory at its peak.
     pub dump: Option<std::path::PathBuf>,
+    /// Threads for the literal search of one log: 0 = every core. Callers that
+    /// diagnose many logs at once give each 1 and run the logs in parallel.
+    pub threads: usize,
 }
 
-/// At most this many distinct findings are kept (repeats are counted, not stored).
-const MAX_FINDINGS: usize = 1000;
+/// Distinct non-fatal findings kept (warnings, recognized non-memory errors); past
+/// this they are counted in `truncated.warnings`.
+const MAX_WARNINGS: usize = 1000;
+/// Distinct fatal memory failures kept. Far above any real log; it bounds memory
+/// against hostile input, and the first fatal failure is always among them.
+const MAX_FATAL: usize = 5000;
 
-/// Diagnose a whole log from a reader, streaming.
+/// Diagnose a whole log from a reader, streaming. Compressed (gzip, zstd, xz, bzip2)
+/// and UTF-16 input is recognised by its bytes and decoded on the fly.
 pub fn diagnose_reader<R: Read>(reader: R, opts: &Options) -> std::io::Result<Report> {
+    let decoded = input::decode(reader)?;
+    let info = decoded.info.clone();
+    let mut report = diagnose_decoded(decoded.reader, opts)?;
+    if (info.compression, info.encoding, info.cr_only) != (input::Compression::None, input::Encoding::Utf8, false) {
+        report.input = Some(InputFormat { compression: info.compression, encoding: info.encoding, cr_only: info.cr_only });
+    }
+    report.notes.extend(info.notes());
+    Ok(report)
+}
+
+/// Diagnose UTF-8 text from a reader, streaming (no decoding).
+fn diagnose_decoded<R: Read>(reader: R, opts: &Options) -> std::io::Result<Report> {
     let mut collector = Collector::default();
     let mut ctx = scan::LogContext::default();
-    let stats = scan::scan(reader, &mut ctx, |block| collector.block(block))?;
+    let stats = scan::scan_with(reader, &mut ctx, opts.threads, |block| collector.block(block))?;
     let mut report = collector.finish(&ctx, opts);
     report.lines_scanned = stats.lines;
     report.bytes_scanned = stats.bytes;
@@ -63,7 +84,7 @@ pub fn diagnose_reader<R: Read>(reader: R, opts: &Options) -> std::io::Result<Re
 
 /// Diagnose a log held in memory.
 pub fn diagnose_text(text: &str, opts: &Options) -> Report {
-    diagnose_reader(text.as_bytes(), opts).expect("reading from memory cannot fail")
+    diagnose_decoded(text.as_bytes(), opts).expect("reading from memory cannot fail")
 }
 
 /// A finding under construction, with what advice needs later.
@@ -77,31 +98,48 @@ struct Pending {
 struct Collector {
     pending: Vec<Pending>,
     index: HashMap<String, usize>,
+    fatal: usize,
+    truncated: Truncated,
+}
+
+fn is_fatal(f: &Finding) -> bool {
+    f.kind == Kind::Oom && f.severity == Severity::Error
 }
 
 impl Collector {
     fn block(&mut self, raw: scan::RawBlock) {
-        let lines: Vec<_> = raw.lines.iter().map(|(n, l)| normalize::clean_line(*n, l)).collect();
+        let mut lines = Vec::with_capacity(raw.lines.len());
+        for (n, l) in &raw.lines {
+            match normalize::expand_escaped(l) {
+                Some(pieces) => lines.extend(pieces.iter().map(|p| normalize::clean_line(*n, p))),
+                None => lines.push(normalize::clean_line(*n, l)),
+            }
+        }
         let flat = normalize::flatten(&lines);
         for hit in recognize::recognize_all(&flat) {
             let mut finding = build(&hit, &flat);
             finding.time = multi::time_before(&raw.lines, finding.line);
             let key = fingerprint(&finding);
+            let fatal = is_fatal(&finding);
+            let room = if fatal { self.fatal < MAX_FATAL } else { self.pending.len() - self.fatal < MAX_WARNINGS };
             match self.index.get(&key) {
                 Some(&i) => self.pending[i].finding.occurrences += 1,
-                None if self.pending.len() < MAX_FINDINGS => {
+                None if room => {
+                    self.fatal += fatal as usize;
                     self.index.insert(key, self.pending.len());
                     // Keep the text around the message for framework and training cues.
                     let lo = flat.text[..hit.start].char_indices().rev().nth(3000).map_or(0, |(i, _)| i);
                     let hi = recognize::window(&flat.text, hit.start, 6000).len() + hit.start;
                     self.pending.push(Pending { finding, flags: hit.flags.clone(), block_text: flat.text[lo..hi].to_string() });
                 }
-                None => {}
+                None if fatal => self.truncated.errors += 1,
+                None => self.truncated.warnings += 1,
             }
         }
     }
 
     fn finish(self, ctx: &scan::LogContext, opts: &Options) -> Report {
+        let truncated = self.truncated;
         let kb = KnowledgeBase::get();
         let settings: String = ctx.lines.iter().map(|l| l.1.as_str()).collect::<Vec<_>>().join("\n");
         let expandable_global = context::shows_expandable_segments(&settings);
@@ -128,10 +166,11 @@ impl Collector {
             })
             .collect();
         findings.sort_by_key(|f| (f.line, f.end_line));
-        if let Some(first) = findings.iter_mut().find(|f| f.kind == Kind::Oom && f.severity == Severity::Error) {
+        if let Some(first) = findings.iter_mut().find(|f| is_fatal(f)) {
             first.first_fatal = true;
         }
-        Report { findings, ..Default::default() }
+        let folded = truncated.warnings + truncated.errors > 0;
+        Report { findings, truncated: folded.then_some(truncated), ..Report::default() }
     }
 }
 

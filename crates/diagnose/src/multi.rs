@@ -12,7 +12,7 @@
 
 use crate::finding::{Confidence, Finding, Report, SizeKey};
 use crate::recognize::Hit;
-use crate::{build, fingerprint, normalize, Collector, Options, Pending, MAX_FINDINGS};
+use crate::{build, fingerprint, normalize, Collector, Options, Pending, MAX_FATAL, MAX_WARNINGS};
 use oomdoc_kb::{Kind, Severity};
 use std::collections::HashMap;
 
@@ -27,6 +27,12 @@ pub fn merge_reports(logs: Vec<(String, Report)>) -> Report {
         out.bytes_scanned += report.bytes_scanned;
         out.files_scanned += report.files_scanned.max(1);
         out.unreadable.extend(report.unreadable);
+        out.notes.extend(report.notes.into_iter().map(|n| format!("{name}: {n}")));
+        if let Some(t) = report.truncated {
+            let sum = out.truncated.get_or_insert_with(Default::default);
+            sum.warnings += t.warnings;
+            sum.errors += t.errors;
+        }
         for mut f in report.findings {
             let file = f.file.clone().unwrap_or_else(|| name.clone());
             let mut files = std::mem::take(&mut f.files);
@@ -43,7 +49,7 @@ pub fn merge_reports(logs: Vec<(String, Report)>) -> Report {
                         g.time = f.time;
                     }
                 }
-                None if merged.len() < MAX_FINDINGS => {
+                None if merged.len() < MAX_FATAL + MAX_WARNINGS => {
                     f.file = Some(file);
                     f.files = files;
                     f.first_fatal = false;

@@ -154,6 +154,82 @@ pub fn clean_line(line_no: u64, raw: &[u8]) -> CleanLine {
     CleanLine { line_no, text: text.to_string(), raw_len, had_prefix }
 }
 
+/// A log line that carries a whole multi-line message in one escaped string: a
+/// JSON-lines record (`{"msg": "Traceback ...\n  File ...\nRuntimeError: ..."}`), or
+/// a Python repr of a traceback. Such a line is unescaped (`\n`, `\t`, `\"`, `\\`,
+/// `\/`, `\uXXXX`) and split into its pieces, each keeping the log line's number.
+/// Twice-escaped text (JSON inside a JSON string) is unescaped twice. Other lines: `None`.
+pub fn expand_escaped(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    fn escaped_newlines(l: &[u8]) -> usize {
+        memchr::memmem::find_iter(l, b"\\n").count()
+    }
+    let n = escaped_newlines(line);
+    if n == 0 {
+        return None;
+    }
+    let trimmed = line.trim_ascii_start();
+    let jsonish = trimmed.starts_with(b"{") || trimmed.starts_with(b"[") || memchr::memmem::find(line, b"\":").is_some();
+    if !jsonish && n < 2 {
+        return None;
+    }
+    let mut pieces = unescape_split(line);
+    for _ in 0..1 {
+        if pieces.iter().map(|p| escaped_newlines(p)).sum::<usize>() < 2 {
+            break;
+        }
+        pieces = pieces.iter().flat_map(|p| unescape_split(p)).collect();
+    }
+    Some(pieces)
+}
+
+/// One pass of JSON string unescaping, splitting at escaped newlines.
+fn unescape_split(line: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = vec![Vec::new()];
+    let mut i = 0;
+    while i < line.len() {
+        let b = line[i];
+        if b != b'\\' || i + 1 >= line.len() {
+            out.last_mut().unwrap().push(b);
+            i += 1;
+            continue;
+        }
+        let cur = out.last_mut().unwrap();
+        match line[i + 1] {
+            b'n' => out.push(Vec::new()),
+            b'r' => {}
+            b't' => cur.push(b'\t'),
+            b'"' | b'\\' | b'/' | b'\'' => cur.push(line[i + 1]),
+            b'u' if i + 6 <= line.len() => {
+                let hex = std::str::from_utf8(&line[i + 2..i + 6]).ok().and_then(|h| u16::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(u) => {
+                        // A surrogate pair is two escapes in a row.
+                        let mut units = vec![u];
+                        if (0xd800..0xdc00).contains(&u) && line.get(i + 6..i + 8) == Some(b"\\u") {
+                            if let Some(lo) = std::str::from_utf8(line.get(i + 8..i + 12).unwrap_or(b"")).ok().and_then(|h| u16::from_str_radix(h, 16).ok()) {
+                                units.push(lo);
+                            }
+                        }
+                        let mut tmp = [0u8; 4];
+                        for c in char::decode_utf16(units.iter().copied()) {
+                            cur.extend_from_slice(c.unwrap_or(char::REPLACEMENT_CHARACTER).encode_utf8(&mut tmp).as_bytes());
+                        }
+                        i += 6 * units.len();
+                        continue;
+                    }
+                    None => cur.extend_from_slice(&line[i..i + 2]),
+                }
+            }
+            other => {
+                cur.push(b'\\');
+                cur.push(other);
+            }
+        }
+        i += 2;
+    }
+    out
+}
+
 /// A line that starts a new record, never the tail of a wrapped one.
 fn starts_record(t: &str) -> bool {
     const STARTS: [&str; 8] = ["Traceback", "File \"", "During handling", "The above exception", "Hint:", "Original error", "Exception", "WARNING"];
@@ -222,6 +298,19 @@ mod tests {
         assert!(f.text.contains("from device: CUDA_ERROR_OUT_OF_MEMORY"), "{}", f.text);
         assert_eq!(f.line_at(f.text.find("CUDA_ERROR").unwrap()), 2);
         assert_eq!(f.line_at(f.text.find("next").unwrap()), 3);
+    }
+
+    #[test]
+    fn json_lines_are_unescaped_and_split() {
+        let line = br#"{"ts": 1, "msg": "Traceback (most recent call last):\n  File \"t.py\", line 3\nRuntimeError: CUDA out of memory. \u5185\u5b58 \ud83d\ude00 a\\nb"}"#;
+        let p = expand_escaped(line).unwrap();
+        assert_eq!(p.len(), 3);
+        assert_eq!(p[1], br#"  File "t.py", line 3"#.to_vec());
+        assert_eq!(String::from_utf8(p[2].clone()).unwrap(), "RuntimeError: CUDA out of memory. 内存 😀 a\\nb\"}");
+        assert!(expand_escaped(br"C:\new\dir").is_none(), "one stray \n outside JSON is left alone");
+        // JSON inside a JSON string.
+        let twice = br#"{"log": "{\"msg\": \"a\\nb\\nc\"}"}"#;
+        assert_eq!(expand_escaped(twice).unwrap().len(), 3);
     }
 
     #[test]

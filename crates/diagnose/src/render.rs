@@ -33,13 +33,36 @@ pub fn text(report: &Report, lang: Lang, color: bool) -> String {
     let mut out = String::new();
     if report.findings.is_empty() {
         let _ = writeln!(out, "{}{}{} ({} {})", st.dim, w[7], st.reset, report.lines_scanned, w[6]);
-        return out;
     }
     for (i, f) in report.findings.iter().enumerate() {
         if i > 0 {
             out.push('\n');
         }
         finding_text(&mut out, f, lang, st, report.files_scanned);
+    }
+    for line in footer(report, lang) {
+        let _ = writeln!(out, "{}{line}{}", st.yellow, st.reset);
+    }
+    out
+}
+
+/// What the reader must know about the report as a whole: folded findings, unreadable input.
+fn footer(report: &Report, lang: Lang) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(t) = report.truncated {
+        out.push(match lang {
+            Lang::En => format!(
+                "note: {} more distinct warnings and {} more distinct fatal failures were folded to bound memory (every one kept above includes the first fatal failure)",
+                t.warnings, t.errors
+            ),
+            Lang::Zh => format!("注意：为限制内存，另有 {} 条不同的警告和 {} 条不同的致命错误被折叠（上面保留的包含首个致命错误）", t.warnings, t.errors),
+        });
+    }
+    for n in &report.notes {
+        out.push(match lang {
+            Lang::En => format!("note: {n}"),
+            Lang::Zh => format!("注意：{n}"),
+        });
     }
     out
 }
@@ -174,7 +197,9 @@ pub fn markdown(report: &Report, lang: Lang) -> String {
     let mut out = String::new();
     if report.findings.is_empty() {
         let _ = writeln!(out, "_{}_", w[7]);
-        return out;
+    }
+    for line in footer(report, lang) {
+        let _ = writeln!(out, "> {line}\n");
     }
     for f in &report.findings {
         let code = f.code.as_deref().map(|c| format!(" `{c}`")).unwrap_or_default();

@@ -15,7 +15,7 @@ use std::io::{self, Read};
 use std::sync::OnceLock;
 
 /// Bytes read per chunk.
-const CHUNK: usize = 4 << 20;
+pub const CHUNK: usize = 4 << 20;
 /// A single line longer than this is cut (the rest of it is still scanned as its own line).
 const MAX_LINE: usize = 1 << 20;
 /// Lines kept before a trigger line.
@@ -27,6 +27,14 @@ const MAX_BLOCK_LINES: usize = 4000;
 const MAX_BLOCK_BYTES: usize = 2 << 20;
 /// At most this much of one line is kept in a block.
 const MAX_KEPT_LINE: usize = 64 << 10;
+/// From a longer line (a JSON-lines record with a whole traceback in one field), the
+/// text around each trigger word is kept instead: this much before and after it…
+const WINDOW_BEFORE: usize = 4 << 10;
+const WINDOW_AFTER: usize = 60 << 10;
+/// …up to this much in all.
+const MAX_KEPT_LONG: usize = 256 << 10;
+/// A giant line is cut this far before the end of the buffer, at a point no trigger spans.
+const CUT_MARGIN: usize = 1024;
 /// Context lines (settings printed somewhere in the log) kept for the whole log.
 const MAX_CONTEXT_LINES: usize = 64;
 
@@ -205,6 +213,20 @@ const CONTEXT_WORDS: &[&str] = &[
     "accelerator_type",
 ];
 
+/// Anchor literals: every start trigger and context word contains one of them (a test
+/// checks it). The skip loop searches only these, with a vectorized multi-literal
+/// searcher (Teddy, through aho-corasick's prefilter); the full trigger automaton runs
+/// only on a line that holds an anchor. They were picked by measured frequency in text
+/// that holds no memory failure (`tools/pick_anchors.py`: the benchmark's log lines,
+/// the negative corpora, the non-failure lines of the positive corpora, Python sources)
+/// — rare, shared by many triggers, and few enough for Teddy (at most 64).
+pub const ANCHORS: &[&str] = &[
+    " compil", " memory ", "200:", "Attempti", "BufferAs", "E010", "E100", "E200", "E300", "Hbm usag", "KV cache", "LLVM ERR", "MEMORY", "Memory",
+    "No v", "Resource", "SOURCE_E", "TPU_", "Tensor w", "XLA_", "_ALLOC_", "_STATUS_", "cache bl", "celerato", "code 137", "cudnn co", "ed d",
+    "emory sp", "exceed", "halted ", "illed", "kill", "llocati", "m device", "memref.a", "openxla.", "ot alloc", "otal ", "rogram", "status 1",
+    "tartup i", "to alloc", "ut got b", "ut of",
+];
+
 /// Every start trigger: the scanner's own list plus each family module's, without repeats.
 pub fn start_triggers() -> &'static [&'static str] {
     static ALL: OnceLock<Vec<&'static str>> = OnceLock::new();
@@ -241,6 +263,30 @@ fn automaton() -> &'static Automaton {
         let ac = AhoCorasickBuilder::new().match_kind(MatchKind::Standard).build(&pats).expect("trigger automaton");
         Automaton { ac, roles }
     })
+}
+
+fn anchor_automaton() -> &'static AhoCorasick {
+    static A: OnceLock<AhoCorasick> = OnceLock::new();
+    A.get_or_init(|| AhoCorasickBuilder::new().match_kind(MatchKind::LeftmostFirst).prefilter(true).build(ANCHORS).expect("anchor automaton"))
+}
+
+/// The first start trigger or context word in `hay` (as `start_automaton().find` would
+/// report it), found by searching anchors and verifying only the lines that hold one.
+fn next_trigger(hay: &[u8]) -> Option<aho_corasick::Match> {
+    let anchors = anchor_automaton();
+    let full = start_automaton();
+    let mut from = 0;
+    while from < hay.len() {
+        let a = anchors.find(&hay[from..])?;
+        let at = from + a.start();
+        let line_start = memchr::memrchr(b'\n', &hay[from..at]).map_or(from, |i| from + i + 1);
+        let line_end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
+        if let Some(m) = full.find(&hay[line_start..line_end]) {
+            return Some(aho_corasick::Match::new(m.pattern(), line_start + m.start()..line_start + m.end()));
+        }
+        from = line_end + 1;
+    }
+    None
 }
 
 fn start_automaton() -> &'static AhoCorasick {
@@ -290,16 +336,127 @@ fn kept(line: &[u8]) -> Vec<u8> {
     line[..line.len().min(MAX_KEPT_LINE)].to_vec()
 }
 
-/// Scan a reader, calling `on_block` for each block as soon as it is complete.
-pub fn scan<R: Read>(mut reader: R, context: &mut LogContext, mut on_block: impl FnMut(RawBlock)) -> io::Result<ScanStats> {
+/// What a block keeps of one line: all of it when short; from a long line, the
+/// windows around its trigger words (`marks`), merged, pieces separated by a newline.
+fn kept_around(line: &[u8], marks: &[usize]) -> Vec<u8> {
+    if line.len() <= MAX_KEPT_LINE || marks.is_empty() {
+        return kept(line);
+    }
+    let mut out = Vec::new();
+    let mut last_end = 0usize;
+    for &m in marks {
+        let lo = m.saturating_sub(WINDOW_BEFORE).max(last_end);
+        let hi = (m + WINDOW_AFTER).min(line.len());
+        if hi <= lo {
+            continue;
+        }
+        if !out.is_empty() && lo > last_end {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(&line[lo..hi]);
+        last_end = hi;
+        if out.len() >= MAX_KEPT_LONG {
+            break;
+        }
+    }
+    out
+}
+
+/// Where to cut a buffer that holds no newline: near its end, but never inside a
+/// trigger word, so that a message straddling the cut is still found whole.
+fn safe_cut(buf: &[u8], ac: &AhoCorasick) -> usize {
+    let mut cut = buf.len().saturating_sub(CUT_MARGIN).max(1);
+    loop {
+        let lo = cut.saturating_sub(CUT_MARGIN / 2);
+        let hi = (cut + CUT_MARGIN / 2).min(buf.len());
+        let spanning = ac.find_overlapping_iter(&buf[lo..hi]).map(|m| (lo + m.start(), lo + m.end())).filter(|&(a, b)| a < cut && cut < b).map(|(a, _)| a).min();
+        match spanning {
+            Some(a) if a > 0 => cut = a,
+            _ => return cut,
+        }
+    }
+}
+
+/// Scan a reader on all cores (see [`scan_with`]).
+pub fn scan<R: Read>(reader: R, context: &mut LogContext, on_block: impl FnMut(RawBlock)) -> io::Result<ScanStats> {
+    scan_with(reader, context, 0, on_block)
+}
+
+/// Below this, a region is searched on one thread (spawning costs more than it saves).
+const PARALLEL_MIN: usize = 1 << 20;
+
+/// The first trigger of every line of `region` that holds one: (offset, pattern),
+/// in order. The region is split at newlines into `threads` parts searched at once;
+/// the result is the same for any number of threads.
+fn trigger_lines(region: &[u8], threads: usize) -> Vec<(usize, usize)> {
+    fn one(hay: &[u8], base: usize, out: &mut Vec<(usize, usize)>) {
+        let mut from = 0;
+        while let Some(m) = next_trigger(&hay[from..]) {
+            let at = from + m.start();
+            out.push((base + at, m.pattern().as_usize()));
+            from = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i + 1);
+        }
+    }
+    let mut out = Vec::new();
+    if threads <= 1 || region.len() < PARALLEL_MIN {
+        one(region, 0, &mut out);
+        return out;
+    }
+    // Split points at line starts.
+    let mut cuts = vec![0];
+    for k in 1..threads {
+        let want = region.len() * k / threads;
+        let cut = memchr::memchr(b'\n', &region[want..]).map_or(region.len(), |i| want + i + 1);
+        if cut > *cuts.last().unwrap() && cut < region.len() {
+            cuts.push(cut);
+        }
+    }
+    cuts.push(region.len());
+    let parts: Vec<Vec<(usize, usize)>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = cuts
+            .windows(2)
+            .map(|w| {
+                let (a, b) = (w[0], w[1]);
+                sc.spawn(move || {
+                    let mut v = Vec::new();
+                    one(&region[a..b], a, &mut v);
+                    v
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("scan worker")).collect()
+    });
+    for p in parts {
+        out.extend(p);
+    }
+    out
+}
+
+/// How many threads to search with: `0` means every core.
+fn thread_count(threads: usize) -> usize {
+    if threads > 0 {
+        threads
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get()).min(16)
+    }
+}
+
+/// Scan a reader, calling `on_block` for each block as soon as it is complete. The
+/// literal search of each buffer runs on `threads` threads (0: all cores); blocks are
+/// cut out in order on this thread, so the result does not depend on `threads`.
+pub fn scan_with<R: Read>(mut reader: R, context: &mut LogContext, threads: usize, mut on_block: impl FnMut(RawBlock)) -> io::Result<ScanStats> {
+    let threads = thread_count(threads);
     let auto = automaton();
-    let start_ac = start_automaton();
     let mut stats = ScanStats::default();
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + 64 * 1024);
     let mut history: VecDeque<(u64, Vec<u8>)> = VecDeque::with_capacity(LINES_BEFORE + 1);
     let mut open: Option<OpenBlock> = None;
     let mut line_no: u64 = 0; // lines fully consumed
     let mut eof = false;
+    // A block counted a line whose end is not read yet (a giant line cut mid-way).
+    let mut line_counted_open = false;
+    // The skip path saw the start of a line whose end is not read yet.
+    let mut skip_line_open = false;
 
     while !eof {
         // Fill the buffer up to CHUNK bytes.
@@ -323,30 +480,59 @@ pub fn scan<R: Read>(mut reader: R, context: &mut LogContext, mut on_block: impl
         } else {
             match memchr::memrchr(b'\n', &buf) {
                 Some(i) => i + 1,
-                None if buf.len() >= MAX_LINE => buf.len(),
+                None if buf.len() >= MAX_LINE => safe_cut(&buf, &auto.ac),
                 None => continue,
             }
         };
         stats.bytes += end as u64;
         let region = &buf[..end];
+        let triggers = trigger_lines(region, threads);
+        let mut next = 0usize; // index into `triggers`
         let mut pos = 0usize;
         let mut floor = 0usize; // lines before this offset already belonged to a block
+        // The previous region ended inside a giant line that a block already counted:
+        // its first piece here continues that line.
+        if !region.is_empty() {
+            skip_line_open = false;
+        }
+        let mut continues = std::mem::take(&mut line_counted_open);
+        if continues && open.is_none() {
+            line_no -= 1; // the skip path counts the line at its newline
+            continues = false;
+        }
 
         while pos < region.len() {
             if let Some(block) = open.as_mut() {
                 let nl = memchr::memchr(b'\n', &region[pos..]).map_or(region.len(), |i| pos + i);
                 let line = &region[pos..nl];
-                line_no += 1;
+                if !continues {
+                    line_no += 1;
+                }
                 let mut hit = false;
+                let mut marks = Vec::new();
                 for m in auto.ac.find_iter(line) {
                     match auto.roles[m.pattern().as_usize()] {
-                        Role::Start | Role::Extend => hit = true,
+                        Role::Start | Role::Extend => {
+                            hit = true;
+                            marks.push(m.start());
+                        }
                         Role::Context => remember_context(context, line_no, line),
                     }
                 }
                 block.quiet = if hit { 0 } else { block.quiet + 1 };
                 block.bytes += line.len();
-                block.lines.push((line_no, kept(line)));
+                let piece = kept_around(line, &marks);
+                match block.lines.last_mut() {
+                    Some(last) if continues => {
+                        let room = MAX_KEPT_LONG.saturating_sub(last.1.len());
+                        last.1.extend_from_slice(&piece[..piece.len().min(room)]);
+                    }
+                    _ => block.lines.push((line_no, piece)),
+                }
+                continues = false;
+                if nl == region.len() && !eof {
+                    line_counted_open = true; // cut inside a giant line
+                }
                 pos = if nl < region.len() { nl + 1 } else { region.len() };
                 if block.done() {
                     let b = open.take().unwrap();
@@ -357,18 +543,26 @@ pub fn scan<R: Read>(mut reader: R, context: &mut LogContext, mut on_block: impl
                 }
                 continue;
             }
-            match start_ac.find(&region[pos..]) {
+            // The first trigger at or after `pos`: precomputed per line when `pos` starts a
+            // line (always, but in the piece that continues a giant line).
+            while next < triggers.len() && triggers[next].0 < pos {
+                next += 1;
+            }
+            let found = if pos == 0 || region[pos - 1] == b'\n' {
+                triggers.get(next).map(|&(at, p)| aho_corasick::Match::new(aho_corasick::PatternID::must(p), at - pos..at - pos + 1))
+            } else {
+                next_trigger(&region[pos..])
+            };
+            match found {
                 None => {
-                    line_no += memchr::memchr_iter(b'\n', &region[pos..]).count() as u64;
-                    if eof && !region.ends_with(b"\n") {
-                        line_no += 1; // the last line has no newline
-                    }
+                    line_no += bytecount::count(&region[pos..], b'\n') as u64;
+                    skip_line_open = !region.ends_with(b"\n");
                     pos = region.len();
                 }
                 Some(m) => {
                     let at = pos + m.start();
                     let line_start = memchr::memrchr(b'\n', &region[..at]).map_or(0, |i| i + 1);
-                    let skipped = memchr::memchr_iter(b'\n', &region[pos..line_start]).count() as u64;
+                    let skipped = bytecount::count(&region[pos..line_start], b'\n') as u64;
                     let pattern = m.pattern().as_usize();
                     if pattern >= start_triggers().len() {
                         // A context word: remember the line, keep skipping.
@@ -424,6 +618,9 @@ pub fn scan<R: Read>(mut reader: R, context: &mut LogContext, mut on_block: impl
     if let Some(b) = open.take() {
         stats.blocks += 1;
         on_block(finish(b));
+    }
+    if skip_line_open {
+        line_no += 1; // the last line has no newline
     }
     stats.lines = line_no;
     Ok(stats)
@@ -500,6 +697,83 @@ mod tests {
         let first = &b[0].lines[0];
         assert_eq!(first.0, 103 - LINES_BEFORE as u64);
         assert!(b[0].lines.iter().any(|l| l.0 == 103 && l.1.starts_with(b"RuntimeError")));
+    }
+
+    #[test]
+    fn every_trigger_contains_an_anchor() {
+        let missing: Vec<&str> = start_triggers().iter().chain(CONTEXT_WORDS).filter(|t| !ANCHORS.iter().any(|a| t.contains(a))).copied().collect();
+        assert!(
+            missing.is_empty(),
+            "triggers without an anchor (run crates/diagnose/tools/pick_anchors.py on the trigger list and update ANCHORS): {missing:?}"
+        );
+        assert!(ANCHORS.len() <= 64, "Teddy searches at most 64 literals; {} anchors", ANCHORS.len());
+    }
+
+    #[test]
+    fn parallel_search_equals_sequential() {
+        let mut text = String::new();
+        for i in 0..60_000 {
+            text.push_str(match i % 97 {
+                0 => "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+                13 => "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n",
+                41 => "the memory  report: exceeded nothing, Killed nobody\n",
+                _ => "{\"step\": 1, \"loss\": 0.5, \"lr\": 3.0e-4}\n",
+            });
+        }
+        let one = trigger_lines(text.as_bytes(), 1);
+        assert!(one.len() > 600);
+        for t in [2, 3, 7, 16] {
+            assert_eq!(trigger_lines(text.as_bytes(), t), one, "{t} threads");
+        }
+        let run = |t| {
+            let mut out = Vec::new();
+            let mut ctx = LogContext::default();
+            let st = scan_with(text.as_bytes(), &mut ctx, t, |b| out.push(b.lines)).unwrap();
+            (out, st.lines, ctx.lines)
+        };
+        assert_eq!(run(1), run(4));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(10))]
+        /// Random logs past the parallel threshold, with triggers, context words, report
+        /// lines, near-misses and the odd long line: any thread count gives the same blocks.
+        #[test]
+        fn parallel_scan_equals_sequential(seed in proptest::prelude::any::<u64>(), threads in 2usize..6) {
+            const POOL: &[&str] = &[
+                "{\"step\": 7, \"loss\": 0.5}", "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", "  Size: 2.00G",
+                "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "Killed", "memory: allocated 1 GiB", "out of mem", "Stats:",
+                "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 8 bytes.", "",
+            ];
+            let mut x = seed | 1;
+            let mut text = String::new();
+            while text.len() < (3 << 20) / 2 {
+                x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+                let l = POOL[(x % POOL.len() as u64) as usize];
+                if x % 997 == 0 {
+                    text.push_str(&"z".repeat(70_000));
+                }
+                text.push_str(l);
+                text.push('\n');
+            }
+            let run = |t| {
+                let mut out = Vec::new();
+                let mut ctx = LogContext::default();
+                let st = scan_with(text.as_bytes(), &mut ctx, t, |b| out.push(b.lines)).unwrap();
+                (out, st.lines, st.blocks, ctx.lines)
+            };
+            proptest::prop_assert_eq!(run(1), run(threads));
+        }
+    }
+
+    #[test]
+    fn anchored_search_equals_the_full_automaton() {
+        let text = b"ok line\nthe exceeded quota\nmemory: fine\nfoo RuntimeError: CUDA out of memory. x\nKilled\n";
+        for from in 0..text.len() {
+            let a = next_trigger(&text[from..]).map(|m| (m.pattern(), m.start()));
+            let b = start_automaton().find(&text[from..]).map(|m| (m.pattern(), m.start()));
+            assert_eq!(a, b, "from {from}");
+        }
     }
 
     #[test]

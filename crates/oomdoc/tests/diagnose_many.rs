@@ -205,3 +205,22 @@ fn follow_prints_each_failure_as_it_completes() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// Rotated, compressed logs in the directory are decoded and merged with the others.
+#[test]
+fn compressed_logs_in_a_directory() {
+    let d = cluster("gzip");
+    let src = d.join("host3.log");
+    let gz = std::fs::File::create(d.join("host3.log.1.gz")).unwrap();
+    let ok = Command::new("gzip").arg("-c").arg(&src).stdout(gz).status().map(|s| s.success()).unwrap_or(false);
+    if !ok {
+        eprintln!("skipped: gzip is not installed");
+        return;
+    }
+    let out = oomdoc(&["diagnose", d.to_str().unwrap(), "--format", "json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["files_scanned"], 9);
+    let f = &v["findings"][0];
+    assert_eq!(f["occurrences"], 5);
+    assert!(f["files"].as_array().unwrap().iter().any(|x| x.as_str().unwrap().ends_with("host3.log.1.gz")), "{f}");
+}

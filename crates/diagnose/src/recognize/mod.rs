@@ -29,7 +29,12 @@ use regex::{Captures, Regex};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A printed size: `16.00M`, `2.26 GiB`, `0B`, `3199993600 bytes`, `1.7K`.
-pub const SZ: &str = r"[0-9][0-9,]*(?:\.[0-9]+)?(?:\s?(?:[KMGTPE]i?B|[KMGTPE]|B|bytes?)\b)?";
+///
+/// It also matches what is printed where a size should be but is not one — a minus
+/// sign, exponent notation (`1e400`, `1E6`: never read as the exa prefix), `nan`/`inf`,
+/// a NUL byte inside the number — so that the grammar still matches, the finding is
+/// kept, and [`Hit::size`] drops the value (the units parser rejects such text).
+pub const SZ: &str = r"-?(?:[0-9][0-9,]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?(?:\x00\S*)?|(?:[nN]a[nN]|[iI]nf(?:inity)?)\b)(?:\s?(?:[KMGTPE]i?B|[KMGTPE]|B|bytes?)\b)?";
 
 /// Compile a grammar, substituting `{SZ}` for the size pattern.
 pub fn re(pattern: &str) -> Regex {

@@ -3,7 +3,7 @@
 
 use crate::cli_error::CliError;
 use clap::{Args, ValueEnum};
-use oomdoc_diagnose::{diagnose_reader, diagnose_text, merge_reports, render, Lang, Options, Report, Unreadable};
+use oomdoc_diagnose::{diagnose_reader, diagnose_text, input, merge_reports, render, Lang, Options, Report, Unreadable};
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, BufReader, IsTerminal, Read, Seek, SeekFrom, Write};
@@ -63,33 +63,6 @@ pub fn parse_lang(s: &str) -> Result<Lang, String> {
     Lang::parse(s).ok_or_else(|| format!("unknown language `{s}` (use en or zh)"))
 }
 
-/// Decoding of log files: compressed logs and UTF-16.
-// TODO(lead): replace with `oomdoc_diagnose::input` once it is on main (same signatures).
-mod input {
-    use std::fs::File;
-    use std::io::Read;
-    use std::path::Path;
-
-    pub fn open(path: &Path) -> std::io::Result<Box<dyn Read + Send>> {
-        Ok(Box::new(File::open(path)?))
-    }
-
-    /// Text, or a compressed file: not an executable, image or other binary.
-    pub fn is_probably_log(path: &Path) -> bool {
-        let mut head = [0u8; 4096];
-        let n = match File::open(path).and_then(|mut f| f.read(&mut head)) {
-            Ok(n) => n,
-            Err(_) => return true, // let the reader report why it cannot be read
-        };
-        let head = &head[..n];
-        const MAGIC: [&[u8]; 4] = [b"\x1f\x8b", b"\x28\xb5\x2f\xfd", b"\xfd7zXZ\x00", b"BZh"];
-        if MAGIC.iter().any(|m| head.starts_with(m)) || head.starts_with(b"\xff\xfe") || head.starts_with(b"\xfe\xff") {
-            return true;
-        }
-        !head.contains(&0)
-    }
-}
-
 fn color_for(args: &DiagnoseArgs) -> bool {
     match args.color {
         ColorChoice::Always => true,
@@ -127,7 +100,7 @@ pub fn run(args: DiagnoseArgs) -> Result<(), CliError> {
             return Err(CliError::usage(format!("--dump {}: no such file or directory", d.display())));
         }
     }
-    let opts = Options { lang: args.lang, dump: args.dump.clone() };
+    let opts = Options { lang: args.lang, dump: args.dump.clone(), ..Options::default() };
     if args.follow {
         return follow(&args, &opts);
     }
@@ -153,7 +126,8 @@ fn read_one(input: &Input, opts: &Options) -> Result<Report, Unreadable> {
     match input {
         Input::Stdin => diagnose_reader(io::stdin().lock(), opts).map_err(fail),
         Input::File(p) => {
-            let r = input::open(p).map_err(fail)?;
+            // Compressed (gzip, zstd, xz, bzip2) and UTF-16 logs are decoded by the engine.
+            let r = File::open(p).map_err(fail)?;
             diagnose_reader(BufReader::with_capacity(1 << 16, r), opts).map_err(fail)
         }
     }
@@ -184,7 +158,8 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, unreadable: &mut Vec<Unreadable>, 
             walk(&p, files, unreadable, skipped);
         } else if meta.is_file() || (meta.file_type().is_symlink() && !p.is_dir()) {
             // (A dangling link is kept: it is reported as unreadable, like a rotated-away log.)
-            if input::is_probably_log(&p) {
+            // A file that cannot be opened is kept, to be reported as unreadable.
+            if File::open(&p).is_err() || input::is_probably_log(&p) {
                 files.push(p);
             } else {
                 *skipped += 1;
@@ -257,6 +232,8 @@ pub fn diagnose_paths(logs: &[PathBuf], opts: &Options, jobs: Option<usize>) -> 
 fn read_parallel(inputs: &[Input], opts: &Options, jobs: Option<usize>) -> Vec<Result<Report, Unreadable>> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = jobs.unwrap_or(cores).clamp(1, inputs.len().max(1));
+    // Logs in parallel, each searched on one thread (a single log uses every core itself).
+    let opts = &Options { threads: if workers > 1 { 1 } else { opts.threads }, ..opts.clone() };
     let next = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<Result<Report, Unreadable>>>> = inputs.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|s| {

@@ -281,7 +281,7 @@ fn tool_diagnose(args: &Map<String, Value>) -> ToolResult {
             return Err(format!("`dump`: {}: no such file or directory", d.display()));
         }
     }
-    let opts = Options { lang, dump };
+    let opts = Options { lang, dump, ..Options::default() };
     let paths: Vec<PathBuf> = match args.get("paths") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::String(s)) => vec![PathBuf::from(s)],

@@ -447,7 +447,7 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
     // The scanner thread and one pass-through thread per stream.
     let (tx, rx) = sync_channel::<Vec<u8>>(CHANNEL_PIECES);
     let stop = Arc::new(AtomicBool::new(false));
-    let opts_scan = Options { lang: args.lang, dump: None };
+    let opts_scan = Options { lang: args.lang, threads: 1, ..Options::default() };
     let reader = ChannelReader { rx, cur: Vec::new(), pos: 0, stop: stop.clone() };
     let scanner = std::thread::spawn(move || diagnose_reader(reader, &opts_scan));
     let (done_tx, done_rx) = sync_channel::<()>(sources.len());
@@ -483,14 +483,14 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
     let after = KernelState::read();
 
     // The kernel's evidence for a SIGKILL.
-    let opts = Options { lang: args.lang, dump: None };
+    let opts = Options { lang: args.lang, threads: 1, ..Options::default() };
     if ended.killed() {
         add_kill_finding(&mut report, ended, pid, &before, &after, &shown, &opts);
     }
     // The dump: attach the failing module's memory, as `diagnose --dump` does.
     if let Some((dir, _)) = &dump_dir {
         if ended.failed() && dir_has_files(dir) {
-            let dopts = Options { lang: args.lang, dump: Some(dir.clone()) };
+            let dopts = Options { lang: args.lang, dump: Some(dir.clone()), ..Options::default() };
             for f in report.findings.iter_mut() {
                 oomdoc_diagnose::dump::attach(f, &dopts.dump.clone().unwrap());
             }

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Pick the scanner's anchor literals by measured frequency.
+
+Every trigger word of the scanner (start triggers and context words) must contain
+one anchor; the anchors are searched first with a vectorized multi-literal searcher
+(Teddy), and the full trigger automaton runs only on lines that hold an anchor. So an
+anchor should be *rare in ordinary log lines*: this script counts candidate substrings
+of the triggers in reference text that holds no memory failure, and greedily picks a
+small set that covers every trigger, preferring rare and shared substrings.
+
+Reference text (all of it non-OOM): the benchmark's synthetic training-log line
+templates (benches/scan_throughput.rs), tests/corpus/negatives.jsonl and
+tests/corpus/negatives/*.jsonl (real texts users pasted: training logs, memory
+summaries, nvidia-smi tables, non-memory errors).
+
+Usage: python3 crates/diagnose/tools/pick_anchors.py triggers.txt
+(triggers.txt: one trigger per line, e.g. from `oomdoc_diagnose::scan::all_trigger_words()`
+as printed by the `anchors` unit test with --nocapture).
+"""
+import json, sys, pathlib, collections
+
+root = pathlib.Path(__file__).resolve().parents[3]
+
+def reference_text():
+    parts = []
+    step_lines = [
+        '2024-05-28 07:{m:02}:{m:02}.{u:06}: I external/xla/xla/service/service.cc:168] XLA service initialized for platform CUDA (this does not guarantee that XLA will be used). Devices: StreamExecutor device (0): NVIDIA H100 80GB HBM3, Compute Capability 9.0',
+        '[rank0]: step {s} | memory: allocated 70.12 GiB, reserved 76.30 GiB, max_allocated 74.90 GiB | tokens/s 12345.6',
+        '|   0  NVIDIA H100 80GB HBM3          On  | 00000000:18:00.0 Off |                    0 |\n| N/A   35C    P0             113W / 700W |  77823MiB / 81559MiB |     98%      Default |',
+        '  File "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1511, in _wrapped_call_impl\n    return self._call_impl(*args, **kwargs)',
+        'UserWarning: To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() (memory format preserved).',
+        '{{"step": {s}, "loss": 1.2345, "lr": 3.0e-4, "grad_norm": 1.234, "throughput": 412.7, "epoch": {e}}}',
+    ]
+    weights = [1, 1, 1, 1, 1, 45]  # per 50 steps, as the benchmark writes them
+    for i in range(2000):
+        for t, w in zip(step_lines, weights):
+            for _ in range(w):
+                parts.append(t.format(m=i % 60, u=i, s=i, e=i // 100))
+    for p in [root / 'tests/corpus/negatives.jsonl', *sorted((root / 'tests/corpus/negatives').glob('*.jsonl'))]:
+        for line in p.read_text().splitlines():
+            if line.strip():
+                parts.append(json.loads(line)['text'])
+    # The lines around real failures that are not part of them (tracebacks, log lines).
+    for p in [root / 'tests/corpus/dev.jsonl', root / 'tests/corpus/extra.jsonl', *sorted((root / 'tests/corpus/families').glob('*.jsonl'))]:
+        for line in p.read_text().splitlines():
+            if line.strip():
+                parts.extend(l for l in json.loads(line)['error_text'].splitlines() if not any(t in l for t in TRIGGERS))
+    # Ordinary English prose and Python code, as warnings and tracebacks carry them:
+    # the Python standard library's sources.
+    import sysconfig
+    for f in sorted(pathlib.Path(sysconfig.get_paths()['stdlib']).glob('*.py'))[:400]:
+        parts.append(f.read_text(errors='replace'))
+    return '\n'.join(parts)
+
+TRIGGERS = []
+
+def main():
+    triggers = [t for t in pathlib.Path(sys.argv[1]).read_text().splitlines() if t]
+    TRIGGERS.extend(triggers)
+    ref = reference_text()
+    mb = len(ref) / 1e6
+    cands = collections.defaultdict(set)
+    for t in triggers:
+        for n in range(min(4, len(t)), min(len(t), 8) + 1):
+            for i in range(len(t) - n + 1):
+                cands[t[i:i + n]].add(t)
+    freq = {c: ref.count(c) / mb for c in cands}
+    uncovered = set(triggers)
+    anchors = []
+    while uncovered:
+        # A candidate line costs one short automaton run, so an anchor seen up to about
+        # once per 500 lines (20 per MB) is cheap; among those, cover the most triggers,
+        # then the rarest and longest (Teddy verifies fewer false fingerprints).
+        best = min((c for c in cands if cands[c] & uncovered),
+                   key=lambda c: (freq[c] > 20, -len(cands[c] & uncovered), freq[c], -len(c)))
+        anchors.append(best)
+        uncovered -= cands[best]
+    for a in sorted(anchors):
+        print(f'{a!r:24} {freq[a]:8.2f}/MB  covers {len(cands[a])}')
+    print(f'{len(anchors)} anchors for {len(triggers)} triggers; reference {mb:.1f} MB', file=sys.stderr)
+
+main()
