@@ -271,3 +271,33 @@ fn reader_leaving_early_ends_the_command_quietly() {
     assert_eq!(text(&out.stdout), "y\ny\n");
     assert_eq!(text(&out.stderr), "", "no diagnosis for a SIGPIPE");
 }
+
+/// `--xla-dump`: the failing module's memory from the dump the command wrote is attached.
+#[test]
+fn xla_dump_is_attached_to_the_failure() {
+    let dir = temp_dir("xla");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../memory/tests/fixtures/mlp_train_step");
+    // A real XLA message (jax-ml/jax#788, tests/corpus/dev.jsonl) that names no module: the
+    // dump's only module is the one attached.
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/dev.jsonl");
+    let msg = std::fs::read_to_string(corpus)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["id"] == "jax-788-replica-failed-legacy")
+        .unwrap()["error_text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::write(dir.join("msg.txt"), format!("{msg}\n")).unwrap();
+    let job = script(
+        &dir,
+        &format!("d=\"${{XLA_FLAGS#*--xla_dump_to=}}\"; d=\"${{d%% *}}\"\ncp '{}'/* \"$d\"/\ncat '{}' >&2\nexit 1", fixture.display(), dir.join("msg.txt").display()),
+    );
+    let rep = dir.join("report.json");
+    let out = oomdoc().args(["run", "--xla-dump", "--report"]).arg(&rep).arg("--").arg("sh").arg(&job).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let v = report(&rep);
+    let f = &v["findings"][0];
+    assert_eq!(f["memory"]["module"], "jit_mlp_train_step", "{f}");
+}

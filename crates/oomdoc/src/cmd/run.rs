@@ -447,7 +447,9 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
     // The scanner thread and one pass-through thread per stream.
     let (tx, rx) = sync_channel::<Vec<u8>>(CHANNEL_PIECES);
     let stop = Arc::new(AtomicBool::new(false));
-    let opts_scan = Options { lang: args.lang, threads: 1, ..Options::default() };
+    // The dump is read when the scan finishes, after the command has exited and written it,
+    // so its buffers count in the facts and fixes as with `diagnose --dump`.
+    let opts_scan = Options { lang: args.lang, threads: 1, dump: dump_dir.as_ref().map(|(d, _)| d.clone()), ..Options::default() };
     let reader = ChannelReader { rx, cur: Vec::new(), pos: 0, stop: stop.clone() };
     let scanner = std::thread::spawn(move || diagnose_reader(reader, &opts_scan));
     let (done_tx, done_rx) = sync_channel::<()>(sources.len());
@@ -487,16 +489,6 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
     if ended.killed() {
         add_kill_finding(&mut report, ended, pid, &before, &after, &shown, &opts);
     }
-    // The dump: attach the failing module's memory, as `diagnose --dump` does.
-    if let Some((dir, _)) = &dump_dir {
-        if ended.failed() && dir_has_files(dir) {
-            let dopts = Options { lang: args.lang, dump: Some(dir.clone()), ..Options::default() };
-            for f in report.findings.iter_mut() {
-                oomdoc_diagnose::dump::attach(f, &dopts.dump.clone().unwrap());
-            }
-        }
-    }
-
     let code = ended.shell_status();
     let mut note = None;
     if let Some(path) = &args.report {
@@ -542,10 +534,6 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
         let _ = std::fs::remove_dir_all(dir);
     }
     Ok(code)
-}
-
-fn dir_has_files(dir: &Path) -> bool {
-    std::fs::read_dir(dir).map(|mut d| d.next().is_some()).unwrap_or(false)
 }
 
 fn signal_name(s: i32) -> String {
