@@ -206,6 +206,9 @@ pub fn markdown(report: &Report, lang: Lang) -> String {
         let _ = writeln!(out, "### {}{} — {}\n", f.title, code, f.id);
         let lines = if f.end_line > f.line { format!("{} {}–{}", w[6], f.line, f.end_line) } else { format!("{} {}", w[5], f.line) };
         let _ = writeln!(out, "**{}** ({lines})\n", f.headline);
+        if let Some(l) = files_line(f, report.files_scanned, lang) {
+            let _ = writeln!(out, "_{l}_\n");
+        }
         if let Some(c) = culprit_line(f) {
             let _ = writeln!(out, "- **{}**: `{}`", w[0], c.replace('`', "'"));
         }

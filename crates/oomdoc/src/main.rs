@@ -28,6 +28,7 @@ enum Command {
     /// Print the accelerator hardware table with sources.
     Chips(cmd::chips::ChipsArgs),
     /// Run a command, pass its output through, and diagnose it when it fails: `oomdoc run -- python train.py`.
+    #[cfg(unix)]
     Run(cmd::run::RunArgs),
     /// Model Context Protocol server over stdio, for coding agents (tools: diagnose, explain, plan_pallas, plan_triton, memory).
     Mcp(cmd::mcp::McpArgs),
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         // The command's own exit status (128+N for a signal), not oomdoc's.
+        #[cfg(unix)]
         Command::Run(a) => return cmd::run::run(a),
         Command::Diagnose(a) => cmd::diagnose::run(a),
         Command::Explain(a) => cmd::explain::run(a),

@@ -1,4 +1,5 @@
 //! `oomdoc diagnose PATH…`: directories, many logs merged, unreadable files, `--follow`.
+#![cfg(unix)]
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};

@@ -1,4 +1,5 @@
 //! `oomdoc run -- CMD` with real child processes.
+#![cfg(unix)]
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -5,5 +5,6 @@ pub mod explain;
 pub mod mcp;
 pub mod memory;
 pub mod plan;
+#[cfg(unix)]
 pub mod run;
 pub mod serve;

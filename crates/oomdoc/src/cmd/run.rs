@@ -115,17 +115,34 @@ fn install(sig: libc::c_int, handler: extern "C" fn(libc::c_int)) {
 fn open_pty() -> io::Result<(OwnedFd, OwnedFd)> {
     // SAFETY: standard POSIX pty calls; every returned descriptor is checked and owned.
     unsafe {
-        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
         if m < 0 {
             return Err(io::Error::last_os_error());
         }
         let master = OwnedFd::from_raw_fd(m);
+        libc::fcntl(m, libc::F_SETFD, libc::FD_CLOEXEC);
         if libc::grantpt(m) != 0 || libc::unlockpt(m) != 0 {
             return Err(io::Error::last_os_error());
         }
-        let mut name = [0 as libc::c_char; 128];
+        let mut name = [0 as libc::c_char; 256];
+        #[cfg(any(target_os = "linux", target_os = "android"))]
         if libc::ptsname_r(m, name.as_mut_ptr(), name.len()) != 0 {
             return Err(io::Error::last_os_error());
+        }
+        // macOS and the BSDs: ptsname (no other thread calls it; oomdoc has none yet).
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        {
+            let p = libc::ptsname(m);
+            if p.is_null() {
+                return Err(io::Error::last_os_error());
+            }
+            let bytes = std::ffi::CStr::from_ptr(p).to_bytes_with_nul();
+            if bytes.len() > name.len() {
+                return Err(io::Error::new(io::ErrorKind::Other, "pty name too long"));
+            }
+            for (d, s) in name.iter_mut().zip(bytes) {
+                *d = *s as libc::c_char;
+            }
         }
         let s = libc::open(name.as_ptr(), libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
         if s < 0 {
