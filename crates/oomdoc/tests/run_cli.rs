@@ -302,3 +302,14 @@ fn xla_dump_is_attached_to_the_failure() {
     let f = &v["findings"][0];
     assert_eq!(f["memory"]["module"], "jit_mlp_train_step", "{f}");
 }
+
+/// A background process that keeps the output open after the command exits does not hold
+/// oomdoc: it waits a short grace, then diagnoses and exits with the command's status.
+#[test]
+fn background_child_holding_the_output_does_not_hang() {
+    let started = std::time::Instant::now();
+    let out = oomdoc().args(["run", "--", "sh", "-c", "sleep 8 & echo hi; exit 2"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stdout), "hi\n");
+    assert!(started.elapsed() < std::time::Duration::from_secs(6), "{:?}", started.elapsed());
+}
