@@ -35,6 +35,17 @@ fn pct(num: u64, den: u64) -> String {
     format!("{:.1}", num as f64 * 100.0 / den as f64)
 }
 
+/// `gpu_memory_utilization` as a vLLM log states it (`--gpu-memory-utilization 0.85`,
+/// `'gpu_memory_utilization': 0.85`, `gpu_memory_utilization=0.85`), if it is in (0, 1].
+fn stated_gpu_memory_utilization(block: &str) -> Option<f64> {
+    use std::sync::OnceLock;
+    static RE: OnceLock<regex::Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(r#"gpu[_-]memory[_-]utilization['"]?\s*(?:[:=]|\s)\s*['"]?([01]?\.[0-9]+|1)\b"#).expect("valid regex")
+    });
+    re.captures_iter(block).filter_map(|c| c[1].parse::<f64>().ok()).filter(|v| *v > 0.0 && *v <= 1.0).last()
+}
+
 /// Compute facts. `flags` are conditions the recognizers stated directly; `block`
 /// is the normalized text around the failure; `log_settings` the settings lines.
 pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str, expandable_set: bool) -> Facts {
@@ -150,6 +161,9 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str, expanda
     if expandable_set {
         x.set("expandable_segments_set");
     }
+    if block.contains("XLA_PYTHON_CLIENT_ALLOCATOR=platform") || block.contains("XLA_PYTHON_CLIENT_ALLOCATOR='platform'") {
+        x.set("xla_platform_allocator");
+    }
     if f.platform == Platform::Rocm {
         x.set("rocm");
     }
@@ -161,7 +175,7 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str, expanda
         Some("vmem") => x.set("space_vmem"),
         _ => {}
     }
-    family_facts(f, &mut x);
+    family_facts(f, &mut x, block);
     x
 }
 
@@ -180,7 +194,7 @@ fn short_op(op: &str) -> String {
 }
 
 /// Family-specific arithmetic.
-fn family_facts(f: &Finding, x: &mut Facts) {
+fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
     let s = &f.sizes;
     let id = f.id.as_str();
     // PyTorch-style allocators: fragmentation and memory held elsewhere.
@@ -191,6 +205,13 @@ fn family_facts(f: &Finding, x: &mut Facts) {
         if let (Some(cf), Some(req)) = (cached_free, s.requested) {
             if cf >= req {
                 x.set("fragmentation");
+            }
+        }
+        // Expandable segments can map driver-free memory and free cached pages into one
+        // range: the request can succeed when the two together cover it.
+        if let (Some(cf), Some(free), Some(req)) = (cached_free, s.free, s.requested) {
+            if cf.saturating_add(free) >= req {
+                x.set("free_plus_cached_covers");
             }
         }
         if let (Some(req), Some(total)) = (s.requested, s.total) {
@@ -251,8 +272,12 @@ fn family_facts(f: &Finding, x: &mut Facts) {
             let covered = need.div_ceil(MIB).max(1) * MIB;
             x.var("vmem_limit_bytes", covered.to_string());
             x.var("vmem_limit_mib", (covered / MIB).to_string());
-            // jax's docstring: the flag's N KiB must be strictly above vmem_limit_bytes.
-            x.var("scoped_vmem_limit_kib", (covered / 1024 + 1024).to_string());
+            // jax's docstring: the flag's N KiB must be strictly above vmem_limit_bytes. The
+            // default differs by chip (16 MiB per the flags guide, 32 MiB on v6e/TPU7x), so the
+            // value is never derived from a default: it is above the need and above the limit
+            // this log states, and so never lowers the limit in effect.
+            let above_limit = s.limit.map_or(0, |l| l.div_ceil(MIB) * 1024 + 1024);
+            x.var("scoped_vmem_limit_kib", (covered / 1024 + 1024).max(above_limit).to_string());
             let chips = crate::hardware::tpu_chips_for_scoped_limit(s.limit);
             // The chip is not named in the log: the fix can work if it fits on at least one
             // chip whose default limit matches (flag range: up to physical VMEM − 1 MiB).
@@ -293,6 +318,18 @@ fn family_facts(f: &Finding, x: &mut Facts) {
             if s.requested.is_some() {
                 x.var("others_h", format_bytes(total.saturating_sub(free)));
             }
+        }
+    }
+    if id == "vllm.no-cache-blocks" {
+        // The default is 0.9 in older releases and 0.92 in current ones: a suggestion must be
+        // above both, and above the value the log shows in use.
+        let stated = stated_gpu_memory_utilization(block);
+        if let Some(v) = stated {
+            x.var("gpu_memory_utilization_set", format!("{v:.2}"));
+        }
+        let floor = stated.unwrap_or(0.92);
+        if let Some(next) = [0.95, 0.97, 0.98].into_iter().find(|c| *c > floor + 1e-9) {
+            x.var("gpu_memory_utilization_raise", format!("{next:.2}"));
         }
     }
     if id == "tensorflow.oom-tensor" {
@@ -426,4 +463,18 @@ fn space_words(f: &Finding, lang: Lang) -> String {
         None => ("memory", "内存"),
     };
     (if zh { w.1 } else { w.0 }).to_string()
+}
+
+#[cfg(test)]
+mod kb_fact_tests {
+    use super::stated_gpu_memory_utilization as stated;
+
+    #[test]
+    fn gpu_memory_utilization_as_logs_state_it() {
+        assert_eq!(stated("non-default args: {'model': 'm', 'gpu_memory_utilization': 0.85}"), Some(0.85));
+        assert_eq!(stated("vllm serve m --gpu-memory-utilization 0.7 --max-model-len 8192"), Some(0.7));
+        assert_eq!(stated("LLM(model='m', gpu_memory_utilization=0.5)"), Some(0.5));
+        // The hint in the error names the setting without a value.
+        assert_eq!(stated("Try increasing `gpu_memory_utilization` or decreasing `max_model_len`"), None);
+    }
 }

@@ -448,7 +448,10 @@ pub fn scan_with<R: Read>(mut reader: R, context: &mut LogContext, threads: usiz
     let threads = thread_count(threads);
     let auto = automaton();
     let mut stats = ScanStats::default();
-    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + 64 * 1024);
+    // One buffer for the whole scan: input is read into it, the unfinished last line is
+    // moved to its front; nothing is allocated, zeroed or copied per line.
+    let mut store: Vec<u8> = vec![0; CHUNK + 64 * 1024];
+    let mut filled = 0usize;
     let mut history: VecDeque<(u64, Vec<u8>)> = VecDeque::with_capacity(LINES_BEFORE + 1);
     let mut open: Option<OpenBlock> = None;
     let mut line_no: u64 = 0; // lines fully consumed
@@ -460,10 +463,8 @@ pub fn scan_with<R: Read>(mut reader: R, context: &mut LogContext, threads: usiz
 
     while !eof {
         // Fill the buffer up to CHUNK bytes.
-        let mut filled = buf.len();
-        buf.resize(CHUNK.max(filled + 64 * 1024), 0);
         while filled < CHUNK {
-            match reader.read(&mut buf[filled..]) {
+            match reader.read(&mut store[filled..]) {
                 Ok(0) => {
                     eof = true;
                     break;
@@ -473,14 +474,14 @@ pub fn scan_with<R: Read>(mut reader: R, context: &mut LogContext, threads: usiz
                 Err(e) => return Err(e),
             }
         }
-        buf.truncate(filled);
+        let buf = &store[..filled];
         // Process complete lines only (all of it at EOF; a giant line is cut at MAX_LINE).
         let end = if eof {
             buf.len()
         } else {
-            match memchr::memrchr(b'\n', &buf) {
+            match memchr::memrchr(b'\n', buf) {
                 Some(i) => i + 1,
-                None if buf.len() >= MAX_LINE => safe_cut(&buf, &auto.ac),
+                None if buf.len() >= MAX_LINE => safe_cut(buf, &auto.ac),
                 None => continue,
             }
         };
@@ -613,7 +614,8 @@ pub fn scan_with<R: Read>(mut reader: R, context: &mut LogContext, threads: usiz
                 push_history(&mut history, n, l);
             }
         }
-        buf.drain(..end);
+        store.copy_within(end..filled, 0);
+        filled -= end;
     }
     if let Some(b) = open.take() {
         stats.blocks += 1;

@@ -1,5 +1,7 @@
-//! An entry as Markdown (for `oomdoc explain`, the web UI's `/kb/{id}.md`, docs).
+//! An entry as Markdown (for `oomdoc explain`, the web UI's `/kb/{id}.md`, docs). What is
+//! shown, and how templates read without a log, is decided once in [`crate::view`].
 
+use crate::view::{status_note, view, RefView, SettingView};
 use crate::{Entry, Kind, Lang};
 use std::fmt::Write;
 
@@ -9,11 +11,35 @@ fn platform_name(e: &Entry) -> String {
     p.join(", ")
 }
 
-/// Render an entry as Markdown in one language. Placeholders stay visible as `{name}`:
-/// here the entry is shown in general, not for one log.
+fn cite(refs: &[RefView], lang: Lang) -> String {
+    if refs.is_empty() {
+        return String::new();
+    }
+    let unverified = if lang == Lang::Zh { "，未核实" } else { ", unverified" };
+    let links: Vec<String> = refs
+        .iter()
+        .map(|r| {
+            let note = if r.unverified { unverified } else { "" };
+            match &r.href {
+                Some(h) => format!("[{}{}]({})", r.key, note, h),
+                None => format!("[{}{}]", r.key, note),
+            }
+        })
+        .collect();
+    format!(" — {}", links.join(" "))
+}
+
+fn setting(s: &SettingView, lang: Lang) -> String {
+    format!("`{}`{}", s.name, status_note(&s.status, lang))
+}
+
+/// Render an entry as Markdown in one language, as read without a log: placeholders read as
+/// words in italics (*the need*), near-duplicate variants appear once, and every cause, fix
+/// and dead end links its sources.
 pub fn to_markdown(e: &Entry, lang: Lang) -> String {
     let zh = lang == Lang::Zh;
     let l = |en: &'static str, zh_s: &'static str| if zh { zh_s } else { en };
+    let v = view(e, lang);
     let mut o = String::new();
     let code = match (&e.code, &e.code_name) {
         (Some(c), Some(n)) => format!(" ({c} {n})"),
@@ -37,17 +63,17 @@ pub fn to_markdown(e: &Entry, lang: Lang) -> String {
         l("memory space", "内存空间"),
         e.memory_space.as_deref().unwrap_or("-")
     );
-    if let Some(v) = &e.versions {
-        let _ = writeln!(o, "{}: {}\n", l("Versions", "版本"), v);
+    if let Some(ver) = &e.versions {
+        let _ = writeln!(o, "{}: {}\n", l("Versions", "版本"), ver);
     }
     let _ = writeln!(o, "{}\n", e.summary.get(lang).trim());
-    let cite = |refs: &[String]| -> String {
-        if refs.is_empty() {
-            String::new()
-        } else {
-            format!(" [{}]", refs.join(", "))
+    if !v.legend.is_empty() {
+        let _ = writeln!(o, "_{}_\n", l("Read without a log; a diagnosis puts the log's numbers in place of:", "未结合日志阅读；诊断时会用日志中的数值替换："));
+        for (sym, what) in &v.legend {
+            let _ = writeln!(o, "- *{sym}*: {what}");
         }
-    };
+        o.push('\n');
+    }
     let cond = |when: &[String]| -> String {
         if when.is_empty() {
             String::new()
@@ -55,31 +81,50 @@ pub fn to_markdown(e: &Entry, lang: Lang) -> String {
             format!(" _({} {})_", l("when", "条件"), when.join(" ∧ "))
         }
     };
-    if !e.causes.is_empty() {
+    if !v.causes.is_empty() {
         let _ = writeln!(o, "## {}\n", l("Causes", "原因"));
-        for c in &e.causes {
-            let _ = writeln!(o, "- {}{}{}", c.text.get(lang).trim(), cond(&c.when), cite(&c.refs));
+        for c in &v.causes {
+            let _ = writeln!(o, "- {}{}{}", c.text.markdown().trim(), cond(&c.when), cite(&c.refs, lang));
         }
         o.push('\n');
     }
-    if !e.fixes.is_empty() {
+    if !v.fixes.is_empty() {
         let _ = writeln!(o, "## {}\n", l("Fixes", "修复建议"));
-        for (i, f) in e.fixes.iter().enumerate() {
-            let v = f.versions.as_deref().map(|v| format!(" — {v}")).unwrap_or_default();
-            let _ = writeln!(o, "{}. **{}**{}{}{}", i + 1, f.title.get(lang).trim(), v, cond(&f.when), cite(&f.refs));
+        for (i, f) in v.fixes.iter().enumerate() {
+            let ver = f.versions.as_deref().map(|x| format!(" — {x}")).unwrap_or_default();
+            let _ = writeln!(o, "{}. **{}**{}{}{}", i + 1, f.text.markdown().trim(), ver, cond(&f.when), cite(&f.refs, lang));
             if let Some(d) = &f.detail {
-                let _ = writeln!(o, "   {}", d.get(lang).trim().replace('\n', "\n   "));
+                let _ = writeln!(o, "   {}", d.markdown().trim().replace('\n', "\n   "));
             }
-            if let Some(code) = f.code.as_ref().or(f.code_fallback.as_ref()) {
+            if let Some(code) = &f.code {
+                if f.code_fragment {
+                    let _ = writeln!(o, "   _{}_", l("Fragment: paste into your own code.", "代码片段：需放进你自己的代码中。"));
+                }
                 let _ = writeln!(o, "   ```{}\n   {}\n   ```", f.code_lang.as_deref().unwrap_or(""), code.replace('\n', "\n   "));
             }
+            if !f.settings.is_empty() {
+                let names: Vec<String> = f.settings.iter().map(|s| setting(s, lang)).collect();
+                let _ = writeln!(o, "   {}: {}", l("Settings", "涉及的设置"), names.join(", "));
+            }
         }
         o.push('\n');
     }
-    if !e.dead_ends.is_empty() {
+    if !v.dead_ends.is_empty() {
         let _ = writeln!(o, "## {}\n", l("What will not help", "无效做法"));
-        for d in &e.dead_ends {
-            let _ = writeln!(o, "- **{}** — {}{}", d.action.get(lang).trim(), d.why.get(lang).trim(), cite(&d.refs));
+        for d in &v.dead_ends {
+            let why = d.detail.as_ref().map(|w| w.markdown()).unwrap_or_default();
+            let _ = writeln!(o, "- **{}** — {}{}{}", d.text.markdown().trim(), why.trim(), cond(&d.when), cite(&d.refs, lang));
+        }
+        o.push('\n');
+    }
+    if !v.settings.is_empty() {
+        let _ = writeln!(o, "## {}\n", l("Settings and where they are defined", "设置及其定义位置"));
+        for s in &v.settings {
+            let src = match &s.href {
+                Some(h) => format!("[{}]({})", s.defined_in, h),
+                None => s.defined_in.clone(),
+            };
+            let _ = writeln!(o, "- {} ({}) — {} — {}", setting(s, lang), s.kind, s.versions, src);
         }
         o.push('\n');
     }
@@ -87,8 +132,16 @@ pub fn to_markdown(e: &Entry, lang: Lang) -> String {
         let _ = writeln!(o, "## {}\n\n```\n{}\n```\n{}: {}\n", l("Example", "示例"), ex.text.trim_end(), l("Source", "来源"), ex.source);
     }
     let _ = writeln!(o, "## {}\n", l("References", "参考资料"));
-    for r in &e.references {
-        let _ = writeln!(o, "- [{}] {} — {}", r.key, r.title, r.url);
+    for r in &v.references {
+        let note = if r.unverified { l(" (unverified)", "（未核实）") } else { "" };
+        match &r.href {
+            Some(h) => {
+                let _ = writeln!(o, "- [{}] {}{} — [{}]({})", r.key, r.title, note, r.url, h);
+            }
+            _ => {
+                let _ = writeln!(o, "- [{}] {}{} — {}", r.key, r.title, note, r.url);
+            }
+        }
     }
     o
 }

@@ -97,6 +97,10 @@ pub struct Reference {
     pub title: String,
     /// A URL (doc page, public issue) or a source path `owner/repo:path` (at a commit if known).
     pub url: String,
+    /// `unverified` when nobody has opened the source to check that it supports the claim
+    /// (shown as such); omitted when it was checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
 }
 
 /// A cause, fix or dead end applies when every condition in `when` holds
@@ -132,6 +136,12 @@ pub struct Fix {
     /// `python`, `shell`, `toml`, `text`.
     #[serde(default)]
     pub code_lang: Option<String>,
+    /// The code is a fragment to paste into the user's own program (an argument, a call on
+    /// the user's objects), not a snippet that runs as written. Python code that is not a
+    /// fragment must import every module it uses; all Python code must compile
+    /// (`cargo test -p oomdoc-kb --test code_blocks`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub code_fragment: bool,
     /// Versions the code applies to, e.g. `PyTorch >= 2.1`.
     #[serde(default)]
     pub versions: Option<String>,
@@ -263,9 +273,11 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("sparsecore_dominant", "SparseCore HBM usage exceeds TensorCore HBM usage"),
     ("tensorcore_dominant", "TensorCore HBM usage exceeds SparseCore HBM usage"),
     ("fragmentation", "enough memory is free or cached in total, but not in one piece (per-family test)"),
+    ("free_plus_cached_covers", "PyTorch: driver-free memory plus reserved-but-unallocated memory is >= the request (expandable segments can combine them)"),
     ("expandable_segments_set", "the log shows PYTORCH_*_ALLOC_CONF with expandable_segments:True already set"),
     ("request_exceeds_capacity", "one request is larger than the device's total capacity / the memory space"),
     ("other_processes", "memory held by other processes or outside this allocator is >= the request (or >= 10% of capacity)"),
+    ("xla_platform_allocator", "the log shows XLA_PYTHON_CLIENT_ALLOCATOR=platform (JAX without a preallocated pool)"),
     ("memory_fraction_cap", "a per-process memory fraction cap ('allowed') limited the allocator"),
     ("private_pools", "memory is held in private pools (CUDA/HIP graphs)"),
     ("legacy_message", "message format of an old release (PyTorch <= 2.0, THC, TF1, XRT)"),
@@ -331,6 +343,8 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ("device", "device named in the message"),
     ("alloc_conf_var", "PYTORCH_CUDA_ALLOC_CONF or PYTORCH_HIP_ALLOC_CONF, whichever this platform reads"),
     ("executable", "the XLA program / executable name"),
+    ("gpu_memory_utilization_set", "vLLM: the gpu_memory_utilization value the log shows in use"),
+    ("gpu_memory_utilization_raise", "vLLM: a gpu_memory_utilization above the value in use (or above both defaults, 0.9 and 0.92, when the log does not show it)"),
     ("gpu_memory_utilization_fit", "vLLM: the largest gpu_memory_utilization that free memory allows (free / total, rounded down to 0.01)"),
 ];
 

@@ -8,7 +8,9 @@
 
 mod display;
 mod entry;
+pub mod identifiers;
 mod template;
+pub mod view;
 
 pub use display::to_markdown;
 pub use entry::*;

@@ -10,3 +10,41 @@ fn every_entry_loads() {
         assert!(!e.examples.is_empty() || e.kind == oomdoc_kb::Kind::Other, "{}: an oom entry needs real examples", e.id);
     }
 }
+
+/// Read without a log (`oomdoc explain`, `/kb/{id}.md`), no entry shows a raw `{placeholder}`.
+#[test]
+fn no_raw_placeholder_when_read_without_a_log() {
+    let (kb, _) = KnowledgeBase::load_embedded();
+    for e in kb.entries() {
+        for lang in [oomdoc_kb::Lang::En, oomdoc_kb::Lang::Zh] {
+            let md = oomdoc_kb::to_markdown(e, lang);
+            // Examples and reference titles quote vendors' text, which may contain braces.
+            let cut = ["\n## Example", "\n## 示例", "\n## References", "\n## 参考资料"].iter().filter_map(|h| md.find(h)).min();
+            let md = &md[..cut.unwrap_or(md.len())];
+            for (name, _) in oomdoc_kb::PLACEHOLDERS {
+                for raw in [format!("{{{name}}}"), format!("{{{name}_h}}")] {
+                    assert!(!md.contains(&raw), "{}: `oomdoc explain` shows {raw}:\n{md}", e.id);
+                }
+            }
+        }
+    }
+}
+
+/// Near-duplicate variants (same advice without numbers) are shown once; every item links a source.
+#[test]
+fn entries_read_once_with_sources() {
+    let kb = KnowledgeBase::get();
+    let e = kb.by_id("tpu.scoped-vmem").expect("entry");
+    let v = oomdoc_kb::view::view(e, oomdoc_kb::Lang::En);
+    let first = &v.causes[0];
+    assert_eq!(first.id, "kernel-blocks-too-big");
+    assert_eq!(first.variants, vec!["kernel-blocks-too-big-used-only", "kernel-blocks-too-big-nosize"]);
+    assert!(first.text.markdown().contains("needs *N* of scoped VMEM"), "{}", first.text.markdown());
+    for e in kb.entries() {
+        let v = oomdoc_kb::view::view(e, oomdoc_kb::Lang::En);
+        for item in v.causes.iter().chain(&v.fixes).chain(&v.dead_ends) {
+            let linked = item.refs.iter().any(|r| r.href.is_some()) || item.refs.is_empty();
+            assert!(linked, "{} `{}`: none of its references is a link", e.id, item.id);
+        }
+    }
+}

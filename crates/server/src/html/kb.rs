@@ -3,6 +3,7 @@
 use super::{encode_component, entry_href, feedback_form, layout, outcome_summary, reference, t};
 use crate::{db::FixOutcomes, kb_query::{wire_name, KbFilter, PHASES, PLATFORMS}};
 use maud::{html, Markup};
+use oomdoc_kb::view::{status_note, view, RefView, Rich, SettingView, Span};
 use oomdoc_kb::{Entry, Lang, MEMORY_SPACES};
 use std::collections::BTreeMap;
 
@@ -64,17 +65,37 @@ fn conditions(when: &[String], lang: Lang) -> Markup {
     }
 }
 
-fn ref_links(refs: &[String]) -> Markup {
+/// Each source of a claim, linked to the entry's reference list and, where it is a web page
+/// or a source file at a commit, to the source itself.
+fn ref_links(refs: &[RefView], lang: Lang) -> Markup {
     html! {
         @if !refs.is_empty() {
-            span.refs { @for r in refs { a href={ "#ref-" (encode_component(r)) } { "[" (r) "]" } " " } }
+            span.refs { @for r in refs {
+                a href={ "#ref-" (encode_component(&r.key)) } { "[" (r.key) "]" }
+                @if let Some(h) = &r.href { " " a.src href=(h) rel="noopener noreferrer" title=(r.title) { "↗" } }
+                @if r.unverified { " " span.unverified { (t(lang, "unverified")) } }
+                " "
+            } }
         }
+    }
+}
+
+/// Template text as read without a log: values in `<var>`, never a raw `{placeholder}`.
+fn rich(r: &Rich) -> Markup {
+    html! { @for s in &r.0 { @match s { Span::Text(x) => (x), Span::Var(v) => var { (v) } } } }
+}
+
+fn setting(s: &SettingView, lang: Lang) -> Markup {
+    html! {
+        code { (s.name) }
+        @if s.status != "verified" { span.unverified { (status_note(&s.status, lang).trim().trim_matches(|c| c == '(' || c == ')' || c == '（' || c == '）')) } }
     }
 }
 
 pub fn entry_page(e: &Entry, lang: Lang, outcomes: &BTreeMap<String, FixOutcomes>, thanks_for: Option<&str>) -> Markup {
     let id = encode_component(&e.id);
     let platform = wire_name(&e.platform);
+    let v = view(e, lang);
     layout(
         e.title.get(lang),
         lang,
@@ -104,27 +125,41 @@ pub fn entry_page(e: &Entry, lang: Lang, outcomes: &BTreeMap<String, FixOutcomes
                     h2 { (t(lang, "summary")) }
                     p { (e.summary.get(lang)) }
                 }
-                @if !e.causes.is_empty() {
+                @if !v.legend.is_empty() {
+                    div.legend {
+                        p.muted { (t(lang, "read_without_log")) }
+                        ul { @for (sym, what) in &v.legend { li { var { (sym) } ": " (what) } } }
+                    }
+                }
+                @if !v.causes.is_empty() {
                     section.causes {
                         h2 { (t(lang, "causes")) }
-                        ol { @for c in &e.causes {
-                            li id={ "cause-" (encode_component(&c.id)) } { (c.text.get(lang)) " " (ref_links(&c.refs)) (conditions(&c.when, lang)) }
+                        ol { @for c in &v.causes {
+                            li id={ "cause-" (encode_component(&c.id)) } {
+                                @for alt in &c.variants { span id={ "cause-" (encode_component(alt)) } {} }
+                                (rich(&c.text)) " " (ref_links(&c.refs, lang)) (conditions(&c.when, lang))
+                            }
                         } }
                     }
                 }
-                @if !e.fixes.is_empty() {
+                @if !v.fixes.is_empty() {
                     section.fixes {
                         h2 { (t(lang, "fixes")) }
-                        @for f in &e.fixes {
+                        @for f in &v.fixes {
                             div.fix id={ "fix-" (encode_component(&f.id)) } data-fix=(f.id) {
-                                h3 { (f.title.get(lang)) }
+                                @for alt in &f.variants { span id={ "fix-" (encode_component(alt)) } {} }
+                                h3 { (rich(&f.text)) }
                                 (conditions(&f.when, lang))
-                                @if let Some(d) = &f.detail { p { (d.get(lang)) } }
-                                @if let Some(code) = f.code.as_ref().or(f.code_fallback.as_ref()) {
+                                @if let Some(d) = &f.detail { p { (rich(d)) } }
+                                @if let Some(code) = &f.code {
+                                    @if f.code_fragment { p.muted { (t(lang, "fragment")) } }
                                     pre { code data-lang=[f.code_lang.as_deref()] { (code) } }
                                 }
-                                @if let Some(v) = &f.versions { p.versions { (t(lang, "versions")) ": " (v) } }
-                                p { (ref_links(&f.refs)) }
+                                @if let Some(ver) = &f.versions { p.versions { (t(lang, "versions")) ": " (ver) } }
+                                @if !f.settings.is_empty() {
+                                    p.settings { (t(lang, "settings")) ": " @for s in &f.settings { (setting(s, lang)) " " } }
+                                }
+                                p { (ref_links(&f.refs, lang)) }
                                 div.measured {
                                     h4 { (t(lang, "measured")) }
                                     (outcome_summary(outcomes.get(&f.id), lang))
@@ -135,22 +170,43 @@ pub fn entry_page(e: &Entry, lang: Lang, outcomes: &BTreeMap<String, FixOutcomes
                         }
                     }
                 }
-                @if !e.dead_ends.is_empty() {
+                @if !v.dead_ends.is_empty() {
                     section.dead-ends {
                         h2 { (t(lang, "dead_ends")) }
-                        ul { @for d in &e.dead_ends {
+                        ul { @for d in &v.dead_ends {
                             li id={ "dead-end-" (encode_component(&d.id)) } {
-                                strong { (d.action.get(lang)) } " " (ref_links(&d.refs))
-                                p { (t(lang, "why")) ": " (d.why.get(lang)) }
+                                @for alt in &d.variants { span id={ "dead-end-" (encode_component(alt)) } {} }
+                                strong { (rich(&d.text)) } " " (ref_links(&d.refs, lang))
+                                @if let Some(why) = &d.detail { p { (t(lang, "why")) ": " (rich(why)) } }
                                 (conditions(&d.when, lang))
                             }
                         } }
                     }
                 }
+                @if !v.settings.is_empty() {
+                    section.settings {
+                        h2 { (t(lang, "settings_defined")) }
+                        table.settings {
+                            tr { th { (t(lang, "setting")) } th { (t(lang, "kind")) } th { (t(lang, "versions")) } th { (t(lang, "defined_in")) } }
+                            @for s in &v.settings {
+                                tr {
+                                    td { (setting(s, lang)) }
+                                    td { (s.kind) }
+                                    td { (s.versions) }
+                                    td { @if let Some(h) = &s.href { a href=(h) rel="noopener noreferrer" { code { (s.defined_in) } } } @else { code { (s.defined_in) } } }
+                                }
+                            }
+                        }
+                    }
+                }
                 section.references {
                     h2 { (t(lang, "references")) }
-                    ul { @for r in &e.references {
-                        li id={ "ref-" (encode_component(&r.key)) } { "[" (r.key) "] " (reference(&r.title, &r.url)) }
+                    ul { @for r in &v.references {
+                        li id={ "ref-" (encode_component(&r.key)) } {
+                            "[" (r.key) "] " (reference(&r.title, &r.url))
+                            @if let (Some(h), false) = (&r.href, r.url.starts_with("http")) { " " a href=(h) rel="noopener noreferrer" { "↗" } }
+                            @if r.unverified { " " span.unverified { (t(lang, "unverified")) } }
+                        }
                     } }
                 }
                 @if !e.examples.is_empty() {
