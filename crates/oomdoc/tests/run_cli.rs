@@ -186,13 +186,28 @@ fn oom_kill_in_a_small_cgroup_is_certain() {
         rep.display()
     );
     let out = Command::new("sh").arg("-c").arg(&cmd).env("NO_COLOR", "1").output().unwrap();
-    let _ = std::fs::remove_dir(&cg);
     assert_eq!(out.status.code(), Some(137), "{}", text(&out.stderr));
     let v = report(&rep);
     let f = &v["findings"][0];
     assert_eq!(f["id"], "host.oom-killer");
     assert_eq!(f["confidence"], "certain", "{f}");
     assert_eq!(f["sizes"]["limit"], 64u64 << 20, "{f}");
+
+    // A launcher whose worker is OOM-killed and which then exits 1 (as torchrun does).
+    let cmd = format!(
+        "echo $$ > '{}/cgroup.procs' && exec '{}' run --report '{}' -- sh -c \"python3 -c 'b = b\\\"x\\\" * (512 << 20)'; echo worker died >&2; exit 1\"",
+        cg.display(),
+        env!("CARGO_BIN_EXE_oomdoc"),
+        rep.display()
+    );
+    let out = Command::new("sh").arg("-c").arg(&cmd).env("NO_COLOR", "1").output().unwrap();
+    let _ = std::fs::remove_dir(&cg);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("a process of the job was killed by the OOM killer"), "{err}");
+    let v = report(&rep);
+    let f = v["findings"].as_array().unwrap().iter().find(|f| f["id"] == "host.oom-killer").expect("host finding").clone();
+    assert_eq!(f["confidence"], "certain", "{f}");
 }
 
 fn make_small_cgroup(limit: u64) -> Option<PathBuf> {

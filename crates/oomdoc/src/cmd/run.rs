@@ -503,7 +503,10 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
 
     // The kernel's evidence for a SIGKILL.
     let opts = Options { lang: args.lang, threads: 1, ..Options::default() };
-    if ended.killed() {
+    // Killed by SIGKILL, or failed after the OOM killer struck in our cgroup during the run
+    // (a launcher such as torchrun exits 1 when a worker it started is OOM-killed).
+    let oom_counted = matches!((before.oom_kill, after.oom_kill), (Some(b), Some(a)) if a > b);
+    if ended.killed() || (ended.failed() && oom_counted) {
         add_kill_finding(&mut report, ended, pid, &before, &after, &shown, &opts);
     }
     let code = ended.shell_status();
@@ -662,10 +665,11 @@ fn dmesg_kills(since_uptime: f64) -> Option<Vec<String>> {
 
 fn add_kill_finding(report: &mut Report, ended: Ended, pid: i32, before: &KernelState, after: &KernelState, shown: &str, opts: &Options) {
     let mut evidence = vec![match ended {
-        Ended::Signaled(_) => format!("oomdoc run: `{shown}` (pid {pid}) was killed by SIGKILL (status 137)"),
-        Ended::Exited(_) => format!("oomdoc run: `{shown}` (pid {pid}) exited with status 137 (128 + SIGKILL: a process it waited for was killed)"),
+        Ended::Signaled(s) => format!("oomdoc run: `{shown}` (pid {pid}) was killed by {} (status {})", signal_name(s), ended.shell_status()),
+        Ended::Exited(137) => format!("oomdoc run: `{shown}` (pid {pid}) exited with status 137 (128 + SIGKILL: a process it waited for was killed)"),
+        Ended::Exited(c) => format!("oomdoc run: `{shown}` (pid {pid}) exited with status {c} after a process of the job was killed"),
     }];
-    let mut details: Vec<(&str, serde_json::Value)> = vec![("exit_status", 137.into())];
+    let mut details: Vec<(&str, serde_json::Value)> = vec![("exit_status", ended.shell_status().into())];
     let mut proven = false;
     match (before.oom_kill, after.oom_kill) {
         (Some(b), Some(a)) => {
@@ -730,7 +734,11 @@ fn add_kill_finding(report: &mut Report, ended: Ended, pid: i32, before: &Kernel
         None => evidence_finding("host.oom-killer", confidence, &text, &sizes, &details, opts),
     };
     f.confidence = confidence;
-    let verdict = if proven { "killed by the OOM killer" } else { "killed by SIGKILL, most likely the OOM killer (not proven)" };
+    let verdict = match (proven, ended.killed()) {
+        (true, true) => "killed by the OOM killer",
+        (true, false) => "a process of the job was killed by the OOM killer",
+        (false, _) => "killed by SIGKILL, most likely the OOM killer (not proven)",
+    };
     f.headline = match (f.sizes.used, f.sizes.limit) {
         (Some(u), Some(l)) => format!("{verdict}: {} resident, memory limit {}", format_bytes(u), format_bytes(l)),
         (Some(u), None) => format!("{verdict}: {} resident", format_bytes(u)),
