@@ -200,3 +200,37 @@ fn closing_stdin_ends_the_server() {
     let status = child.wait().unwrap();
     assert!(status.success());
 }
+
+/// The same session with the official MCP Python SDK's client, where it is installed
+/// (`pip install mcp`; `OOMDOC_MCP_PYTHON` names the interpreter, default `python3`).
+#[test]
+fn official_python_sdk_client() {
+    let python = std::env::var("OOMDOC_MCP_PYTHON").unwrap_or_else(|_| "python3".into());
+    let has_sdk = Command::new(&python).args(["-c", "import mcp.client.stdio"]).stderr(Stdio::null()).status().map(|s| s.success()).unwrap_or(false);
+    if !has_sdk {
+        eprintln!("skipped: the MCP Python SDK is not installed for {python} (pip install mcp)");
+        return;
+    }
+    let script = r#"
+import asyncio, sys
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+async def main():
+    params = StdioServerParameters(command=sys.argv[1], args=["mcp"])
+    async with stdio_client(params) as (r, w):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            names = [t.name for t in (await s.list_tools()).tools]
+            assert names == ["diagnose", "explain", "plan_pallas", "plan_triton", "memory"], names
+            res = await s.call_tool("diagnose", {"text": sys.argv[2]})
+            assert not res.isError if hasattr(res, "isError") else not res.is_error
+            sc = res.structuredContent if hasattr(res, "structuredContent") else res.structured_content
+            print(sc["findings"][0]["id"])
+
+asyncio.run(main())
+"#;
+    let out = Command::new(&python).arg("-c").arg(script).arg(env!("CARGO_BIN_EXE_oomdoc")).arg(cuda_message()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "pytorch.cuda-oom");
+}
