@@ -267,7 +267,10 @@ fn terminal_gets_a_pty() {
         return;
     }
     let inner = format!("'{}' run -- sh -c 'test -t 1 && echo out-tty; test -t 2 && echo err-tty >&2; printf \"\\033[31mred\\033[0m\\n\"'", env!("CARGO_BIN_EXE_oomdoc"));
+    let started = std::time::Instant::now();
     let out = Command::new("script").args(["-qc", &inner, "/dev/null"]).stdin(Stdio::null()).output().unwrap();
+    // The pty's end of file comes when the command exits, not after the drain grace.
+    assert!(started.elapsed() < std::time::Duration::from_millis(1500), "{:?}", started.elapsed());
     let s = text(&out.stdout);
     assert!(s.contains("out-tty"), "{s:?}");
     assert!(s.contains("err-tty"), "{s:?}");

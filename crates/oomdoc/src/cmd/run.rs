@@ -90,11 +90,12 @@ extern "C" fn forward_winch(_sig: libc::c_int) {
     }
 }
 
+/// The window size of our terminal (stdout, else stderr) onto the command's pty.
 fn copy_winsize(from: RawFd, to: RawFd) {
     // SAFETY: plain ioctls on file descriptors with a properly sized struct.
     unsafe {
         let mut ws: libc::winsize = std::mem::zeroed();
-        if libc::ioctl(from, libc::TIOCGWINSZ, &mut ws) == 0 {
+        if libc::ioctl(from, libc::TIOCGWINSZ, &mut ws) == 0 || libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut ws) == 0 {
             libc::ioctl(to, libc::TIOCSWINSZ, &ws);
         }
     }
@@ -434,6 +435,9 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
             return Err((127, msg));
         }
     };
+    // The Command holds its copies of the pty slave: drop them, so the master reads end of
+    // file as soon as the command (and whatever it started) has closed its own.
+    drop(cmd);
     let pid = child.id() as libc::pid_t;
     // SAFETY: the child is ours; setpgid here too closes the race with its own call.
     unsafe { libc::setpgid(pid, pid) };
