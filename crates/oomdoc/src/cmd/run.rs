@@ -539,9 +539,12 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
             ColorChoice::Never => false,
             ColorChoice::Auto => io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         };
-        let how = match ended {
-            Ended::Exited(c) => format!("exited with status {c}"),
-            Ended::Signaled(s) => format!("was killed by {} (status {code})", signal_name(s)),
+        let zh = args.lang == Lang::Zh;
+        let how = match (ended, zh) {
+            (Ended::Exited(c), false) => format!("exited with status {c}"),
+            (Ended::Signaled(s), false) => format!("was killed by {} (status {code})", signal_name(s)),
+            (Ended::Exited(c), true) => format!("以状态 {c} 退出"),
+            (Ended::Signaled(s), true) => format!("被 {} 终止（状态 {code}）", signal_name(s)),
         };
         let mut err = io::stderr().lock();
         let _ = writeln!(err, "\n── oomdoc: `{shown}` {how} ──");
@@ -738,15 +741,20 @@ fn add_kill_finding(report: &mut Report, ended: Ended, pid: i32, before: &Kernel
         None => evidence_finding("host.oom-killer", confidence, &text, &sizes, &details, opts),
     };
     f.confidence = confidence;
-    let verdict = match (proven, ended.killed()) {
-        (true, true) => "killed by the OOM killer",
-        (true, false) => "a process of the job was killed by the OOM killer",
-        (false, _) => "killed by SIGKILL, most likely the OOM killer (not proven)",
+    let zh = opts.lang == Lang::Zh;
+    let verdict = match (proven, ended.killed(), zh) {
+        (true, true, false) => "killed by the OOM killer",
+        (true, false, false) => "a process of the job was killed by the OOM killer",
+        (false, _, false) => "killed by SIGKILL, most likely the OOM killer (not proven)",
+        (true, true, true) => "被 OOM killer 杀死",
+        (true, false, true) => "任务中的一个进程被 OOM killer 杀死",
+        (false, _, true) => "被 SIGKILL 杀死，很可能是 OOM killer（未证实）",
     };
+    let (resident, limit_w) = if zh { ("驻留内存", "内存上限") } else { ("resident", "memory limit") };
     f.headline = match (f.sizes.used, f.sizes.limit) {
-        (Some(u), Some(l)) => format!("{verdict}: {} resident, memory limit {}", format_bytes(u), format_bytes(l)),
-        (Some(u), None) => format!("{verdict}: {} resident", format_bytes(u)),
-        (None, Some(l)) => format!("{verdict}; memory limit {}", format_bytes(l)),
+        (Some(u), Some(l)) => format!("{verdict}: {} {resident}, {limit_w} {}", format_bytes(u), format_bytes(l)),
+        (Some(u), None) => format!("{verdict}: {} {resident}", format_bytes(u)),
+        (None, Some(l)) => format!("{verdict}; {limit_w} {}", format_bytes(l)),
         (None, None) => verdict.to_string(),
     };
     // One host OOM finding: the log's own (`Killed`) gains the kernel's evidence.
