@@ -348,11 +348,14 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
     let mut cmd = Command::new(&args.command[0]);
     cmd.args(&args.command[1..]);
     if let Some((dir, _)) = &dump_dir {
-        let mut flags = std::env::var("XLA_FLAGS").unwrap_or_default();
-        if !flags.trim().is_empty() {
-            flags.push(' ');
+        // Appended to the user's own flags, kept byte for byte.
+        let mut flags = std::env::var_os("XLA_FLAGS").unwrap_or_default();
+        if !flags.to_string_lossy().trim().is_empty() {
+            flags.push(" ");
         }
-        flags += &format!("--xla_dump_to={} --xla_dump_hlo_as_proto", dir.display());
+        flags.push("--xla_dump_to=");
+        flags.push(dir.as_os_str());
+        flags.push(" --xla_dump_hlo_as_proto");
         cmd.env("XLA_FLAGS", flags);
     }
 
