@@ -473,7 +473,8 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
     let stop = Arc::new(AtomicBool::new(false));
     // The dump is read when the scan finishes, after the command has exited and written it,
     // so its buffers count in the facts and fixes as with `diagnose --dump`.
-    let opts_scan = Options { lang: args.lang, threads: 1, dump: dump_dir.as_ref().map(|(d, _)| d.clone()), ..Options::default() };
+    let mut opts_scan = Options { lang: args.lang, threads: 1, ..Options::default() };
+    opts_scan.dump = dump_dir.as_ref().map(|(d, _)| d.clone());
     let reader = ChannelReader { rx, cur: Vec::new(), pos: 0, stop: stop.clone() };
     let scanner = std::thread::spawn(move || diagnose_reader(reader, &opts_scan));
     let (done_tx, done_rx) = sync_channel::<()>(sources.len());
