@@ -13,6 +13,12 @@ pub struct Report {
     pub lines_scanned: u64,
     /// Bytes read.
     pub bytes_scanned: u64,
+    /// With several logs (`diagnose PATH…`): how many were read.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub files_scanned: u64,
+    /// With several logs: those that could not be read, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<Unreadable>,
     /// How the input was stored, when it was not plain UTF-8 text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub input: Option<InputFormat>,
@@ -42,6 +48,17 @@ pub struct Truncated {
     pub warnings: u64,
     /// Fatal failures past the (much larger) cap on those.
     pub errors: u64,
+}
+
+/// A log that could not be read (`diagnose DIR` goes on without it).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Unreadable {
+    pub file: String,
+    pub error: String,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Sizes in bytes, only those the log states (after unit conversion).
@@ -315,4 +332,14 @@ pub struct Finding {
     /// (`oomdoc memory`'s module summary).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<serde_json::Value>,
+    /// With several logs: the log of the first occurrence (`line` and `end_line` are in it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// With several logs: every log this failure appears in, sorted (`occurrences` counts all of them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+    /// When the log's lines carry dates: the time of the message (or of the nearest line
+    /// before it), `YYYY-MM-DDTHH:MM:SS.fffffffff`, to order failures across logs. Not in the JSON.
+    #[serde(skip)]
+    pub time: Option<String>,
 }

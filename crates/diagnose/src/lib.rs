@@ -22,6 +22,7 @@ pub mod dump;
 pub mod facts;
 pub mod finding;
 pub mod hardware;
+pub mod multi;
 pub mod input;
 pub mod normalize;
 pub mod recognize;
@@ -29,6 +30,7 @@ pub mod render;
 pub mod scan;
 
 pub use finding::*;
+pub use multi::{evidence_finding, merge_reports};
 pub use oomdoc_kb::Lang;
 
 use facts::Facts;
@@ -115,7 +117,8 @@ impl Collector {
         }
         let flat = normalize::flatten(&lines);
         for hit in recognize::recognize_all(&flat) {
-            let finding = build(&hit, &flat);
+            let mut finding = build(&hit, &flat);
+            finding.time = multi::time_before(&raw.lines, finding.line);
             let key = fingerprint(&finding);
             let fatal = is_fatal(&finding);
             let room = if fatal { self.fatal < MAX_FATAL } else { self.pending.len() - self.fatal < MAX_WARNINGS };
@@ -228,6 +231,9 @@ fn build(hit: &Hit, flat: &normalize::Flat) -> Finding {
         references: Vec::new(),
         excerpt,
         memory: None,
+        file: None,
+        files: Vec::new(),
+        time: None,
     };
     if kind == Kind::Other {
         f.severity = if f.severity == Severity::Warning { Severity::Warning } else { Severity::Error };

@@ -38,7 +38,7 @@ pub fn text(report: &Report, lang: Lang, color: bool) -> String {
         if i > 0 {
             out.push('\n');
         }
-        finding_text(&mut out, f, lang, st);
+        finding_text(&mut out, f, lang, st, report.files_scanned);
     }
     for line in footer(report, lang) {
         let _ = writeln!(out, "{}{line}{}", st.yellow, st.reset);
@@ -65,6 +65,25 @@ fn footer(report: &Report, lang: Lang) -> Vec<String> {
         });
     }
     out
+}
+
+/// "on 4 of 8 logs (host1.log.gz, host3.log.gz, …), first in host1.log.gz line 10" for a
+/// failure found in several logs.
+fn files_line(f: &Finding, total_files: u64, lang: Lang) -> Option<String> {
+    let first = f.file.as_deref()?;
+    if total_files < 2 {
+        return None;
+    }
+    let n = f.files.len().max(1);
+    let mut names: Vec<&str> = f.files.iter().take(3).map(|s| s.as_str()).collect();
+    if f.files.len() > 3 {
+        names.push("…");
+    }
+    let names = names.join(", ");
+    Some(match lang {
+        Lang::En => format!("on {n} of {total_files} logs ({names}), first in {first} line {}", f.line),
+        Lang::Zh => format!("出现在 {total_files} 个日志中的 {n} 个（{names}），首次见于 {first} 第 {} 行", f.line),
+    })
 }
 
 fn culprit_line(f: &Finding) -> Option<String> {
@@ -105,7 +124,7 @@ fn culprit_line(f: &Finding) -> Option<String> {
     }
 }
 
-fn finding_text(out: &mut String, f: &Finding, lang: Lang, st: &Style) {
+fn finding_text(out: &mut String, f: &Finding, lang: Lang, st: &Style, total_files: u64) {
     let w = words(lang);
     let (color, label) = match (f.kind, f.severity) {
         (Kind::Oom, Severity::Error) => (st.red, "error"),
@@ -115,10 +134,17 @@ fn finding_text(out: &mut String, f: &Finding, lang: Lang, st: &Style) {
     };
     let code = f.code.as_deref().map(|c| format!("[{c}]")).unwrap_or_default();
     let lines = if f.end_line > f.line { format!("{} {}–{}", w[6], f.line, f.end_line) } else { format!("{} {}", w[5], f.line) };
+    // Line 0: observed outside the log (`oomdoc run`'s kernel evidence).
+    let lines = if f.line == 0 { String::new() } else { lines };
     let times = if f.occurrences > 1 { format!(", ×{}", f.occurrences) } else { String::new() };
     let fatal = if f.first_fatal { format!(", {}", w[8]) } else { String::new() };
-    let _ = writeln!(out, "{color}{label}{code}{} {}{}: {}{} {}({lines}{times}{fatal}){}", st.reset, st.bold, f.id, f.title, st.reset, st.dim, st.reset);
+    let inner = format!("{lines}{times}{fatal}");
+    let inner = inner.trim_start_matches(", ");
+    let _ = writeln!(out, "{color}{label}{code}{} {}{}: {}{} {}({inner}){}", st.reset, st.bold, f.id, f.title, st.reset, st.dim, st.reset);
     let _ = writeln!(out, "  {}", f.headline);
+    if let Some(l) = files_line(f, total_files, lang) {
+        let _ = writeln!(out, "  {}{l}{}", st.dim, st.reset);
+    }
     for d in &f.derived {
         let _ = writeln!(out, "  {}{} = {} [{}]{}", st.dim, d.name, format_bytes(d.bytes), d.formula, st.reset);
     }
@@ -180,6 +206,9 @@ pub fn markdown(report: &Report, lang: Lang) -> String {
         let _ = writeln!(out, "### {}{} — {}\n", f.title, code, f.id);
         let lines = if f.end_line > f.line { format!("{} {}–{}", w[6], f.line, f.end_line) } else { format!("{} {}", w[5], f.line) };
         let _ = writeln!(out, "**{}** ({lines})\n", f.headline);
+        if let Some(l) = files_line(f, report.files_scanned, lang) {
+            let _ = writeln!(out, "_{l}_\n");
+        }
         if let Some(c) = culprit_line(f) {
             let _ = writeln!(out, "- **{}**: `{}`", w[0], c.replace('`', "'"));
         }

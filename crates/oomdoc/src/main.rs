@@ -27,6 +27,11 @@ enum Command {
     Plan(cmd::plan::PlanArgs),
     /// Print the accelerator hardware table with sources.
     Chips(cmd::chips::ChipsArgs),
+    /// Run a command, pass its output through, and diagnose it when it fails: `oomdoc run -- python train.py`.
+    #[cfg(unix)]
+    Run(cmd::run::RunArgs),
+    /// Model Context Protocol server over stdio, for coding agents (tools: diagnose, explain, plan_pallas, plan_triton, memory).
+    Mcp(cmd::mcp::McpArgs),
     /// Run the web UI and JSON API: paste a log, browse the knowledge base, record which fixes worked.
     Serve(cmd::serve::ServeArgs),
 }
@@ -34,12 +39,16 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        // The command's own exit status (128+N for a signal), not oomdoc's.
+        #[cfg(unix)]
+        Command::Run(a) => return cmd::run::run(a),
         Command::Diagnose(a) => cmd::diagnose::run(a),
         Command::Explain(a) => cmd::explain::run(a),
         Command::Memory(a) => cmd::memory::run(a),
         Command::Plan(a) => cmd::plan::run(a),
         Command::Chips(a) => cmd::chips::run(a),
         Command::Serve(a) => cmd::serve::run(a),
+        Command::Mcp(a) => cmd::mcp::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -2,6 +2,9 @@
 pub mod chips;
 pub mod diagnose;
 pub mod explain;
+pub mod mcp;
 pub mod memory;
 pub mod plan;
+#[cfg(unix)]
+pub mod run;
 pub mod serve;

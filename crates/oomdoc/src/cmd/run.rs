@@ -1,0 +1,781 @@
+//! `oomdoc run [OPTIONS] -- CMD [ARGS…]`: run a command, pass its output through
+//! untouched, and diagnose it the moment it fails.
+//!
+//! - stdout and stderr pass through unchanged and unbuffered. When our stdout (or
+//!   stderr) is a terminal, the child gets a pseudo-terminal for it, so colours and
+//!   progress bars stay; otherwise (CI, `| tee`) plain pipes, byte for byte.
+//! - A copy of every complete line goes through a bounded channel to the streaming
+//!   scanner (`oomdoc_diagnose::diagnose_reader`) on its own thread: memory stays
+//!   bounded whatever the command prints (a slow scanner slows the copy, it never grows).
+//! - Non-zero exit or a signal: the diagnosis (the `diagnose` text) goes to stderr after
+//!   the command's own output; nothing is added on success. `--report FILE` always
+//!   writes the JSON contract, plus `exit_status` and `signal`.
+//! - Exit status is the command's (a signal N gives 128+N, like a shell); a command that
+//!   cannot be started gives 127 and one line. SIGINT, SIGTERM, SIGHUP and SIGQUIT are
+//!   forwarded to the child's process group, and oomdoc waits for it.
+//! - Killed by SIGKILL (or exit status 137): the kernel's evidence is read where it is
+//!   readable — cgroup v2 `memory.events` `oom_kill` before and after, `memory.max` of the
+//!   cgroup and its parents, and `dmesg` when permitted — and a `host.oom-killer` finding
+//!   is added, `certain` when proven, `likely` otherwise.
+
+use super::diagnose::{parse_lang, ColorChoice};
+use clap::Args;
+use oomdoc_diagnose::{diagnose_reader, diagnose_text, evidence_finding, render, Confidence, Finding, Lang, Options, Report, SizeKey};
+use oomdoc_units::format_bytes;
+use std::ffi::OsString;
+use std::io::{self, IsTerminal, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Args)]
+#[command(trailing_var_arg = true)]
+pub struct RunArgs {
+    /// Write the JSON report (the `diagnose --format json` contract, plus `exit_status` and
+    /// `signal`) to FILE, whether the command fails or not.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Make XLA dump its HLO (appends `--xla_dump_to=<temp dir> --xla_dump_hlo_as_proto` to
+    /// XLA_FLAGS) and attach the failing module's memory at its peak, as `diagnose --dump` does.
+    #[arg(long)]
+    pub xla_dump: bool,
+    /// With --xla-dump: dump into DIR and keep it (the temporary dump is removed otherwise).
+    #[arg(long, value_name = "DIR")]
+    pub keep_dump: Option<PathBuf>,
+    /// Never give the command a pseudo-terminal (plain pipes even on a terminal).
+    #[arg(long)]
+    pub no_pty: bool,
+    /// Language of the diagnosis: en or zh.
+    #[arg(long, default_value = "en", value_parser = parse_lang)]
+    pub lang: Lang,
+    /// Colour in the diagnosis (auto: when stderr is a terminal and NO_COLOR is unset).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub color: ColorChoice,
+    /// The command and its arguments, after `--`.
+    #[arg(required = true, num_args = 1.., allow_hyphen_values = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+/// Largest piece of output sent to the scanner at once (a longer line is cut there).
+const MAX_PIECE: usize = 1 << 20;
+/// Pieces in flight between the pass-through threads and the scanner.
+const CHANNEL_PIECES: usize = 16;
+/// After the child exits, how long to wait for output still held open by its own children.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+static CHILD_PGID: AtomicI32 = AtomicI32::new(0);
+static PTY_MASTER: AtomicI32 = AtomicI32::new(-1);
+/// A signal that arrived before the child had its process group, forwarded once it does.
+static PENDING_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn forward_signal(sig: libc::c_int) {
+    let pg = CHILD_PGID.load(Ordering::SeqCst);
+    if pg > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(-pg, sig) };
+    } else {
+        PENDING_SIGNAL.store(sig, Ordering::SeqCst);
+    }
+}
+
+extern "C" fn forward_winch(_sig: libc::c_int) {
+    let m = PTY_MASTER.load(Ordering::SeqCst);
+    if m >= 0 {
+        copy_winsize(libc::STDOUT_FILENO, m);
+    }
+}
+
+/// The window size of our terminal (stdout, else stderr) onto the command's pty.
+fn copy_winsize(from: RawFd, to: RawFd) {
+    // SAFETY: plain ioctls on file descriptors with a properly sized struct.
+    unsafe {
+        let mut ws: libc::winsize = std::mem::zeroed();
+        if libc::ioctl(from, libc::TIOCGWINSZ, &mut ws) == 0 || libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut ws) == 0 {
+            libc::ioctl(to, libc::TIOCSWINSZ, &ws);
+        }
+    }
+}
+
+fn install(sig: libc::c_int, handler: extern "C" fn(libc::c_int)) {
+    // SAFETY: installs a handler that only calls async-signal-safe functions.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = handler as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        sa.sa_flags = 0; // no SA_RESTART: waitpid returns EINTR and is retried
+        libc::sigaction(sig, &sa, std::ptr::null_mut());
+    }
+}
+
+/// A pseudo-terminal: (master, slave).
+fn open_pty() -> io::Result<(OwnedFd, OwnedFd)> {
+    // SAFETY: standard POSIX pty calls; every returned descriptor is checked and owned.
+    unsafe {
+        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        if m < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let master = OwnedFd::from_raw_fd(m);
+        libc::fcntl(m, libc::F_SETFD, libc::FD_CLOEXEC);
+        if libc::grantpt(m) != 0 || libc::unlockpt(m) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut name = [0 as libc::c_char; 256];
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if libc::ptsname_r(m, name.as_mut_ptr(), name.len()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // macOS and the BSDs: ptsname (no other thread calls it; oomdoc has none yet).
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        {
+            let p = libc::ptsname(m);
+            if p.is_null() {
+                return Err(io::Error::last_os_error());
+            }
+            let bytes = std::ffi::CStr::from_ptr(p).to_bytes_with_nul();
+            if bytes.len() > name.len() {
+                return Err(io::Error::new(io::ErrorKind::Other, "pty name too long"));
+            }
+            for (d, s) in name.iter_mut().zip(bytes) {
+                *d = *s as libc::c_char;
+            }
+        }
+        let s = libc::open(name.as_ptr(), libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        if s < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        copy_winsize(libc::STDOUT_FILENO, m);
+        // No "\n" → "\r\n" in the pty: our own terminal does that once, as without oomdoc.
+        let mut t: libc::termios = std::mem::zeroed();
+        if libc::tcgetattr(s, &mut t) == 0 {
+            t.c_oflag &= !libc::ONLCR;
+            libc::tcsetattr(s, libc::TCSANOW, &t);
+        }
+        Ok((master, OwnedFd::from_raw_fd(s)))
+    }
+}
+
+/// Where one stream of the child's output goes.
+struct Source {
+    reader: std::fs::File,
+    /// 1 (our stdout) or 2 (our stderr).
+    dest: RawFd,
+    pty: bool,
+}
+
+/// Copy one stream: to our own descriptor at once (no buffering), and complete lines to the scanner.
+fn pass_through(mut src: Source, tx: SyncSender<Vec<u8>>, done: SyncSender<()>) {
+    // Write straight to the descriptor: std's stdout is line-buffered, which would hold back
+    // a progress bar's carriage-return redraws.
+    // SAFETY: the descriptor stays open for the life of the process; ManuallyDrop never closes it.
+    let mut out = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(src.dest) });
+    let mut buf = vec![0u8; 64 << 10];
+    let mut pending: Vec<u8> = Vec::new();
+    let mut writing = true;
+    let mut scanning = true;
+    loop {
+        let n = match src.reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            // A pty master reads EIO once every slave is closed: that is its end of file.
+            Err(e) if src.pty && e.raw_os_error() == Some(libc::EIO) => break,
+            Err(_) => break,
+        };
+        let data = &buf[..n];
+        if writing && out.write_all(data).is_err() {
+            // Our reader went away (`oomdoc run -- cmd | head`): stop reading this stream
+            // too, so the command sees the closed pipe as it would without oomdoc.
+            writing = false;
+            if !src.pty {
+                break;
+            }
+        }
+        if scanning {
+            pending.extend_from_slice(data);
+            let cut = if pending.len() >= MAX_PIECE { Some(pending.len()) } else { memchr_last_nl(&pending).map(|i| i + 1) };
+            if let Some(cut) = cut {
+                let rest = pending.split_off(cut);
+                if tx.send(std::mem::replace(&mut pending, rest)).is_err() {
+                    scanning = false;
+                    pending.clear();
+                }
+            }
+        }
+    }
+    if scanning && !pending.is_empty() {
+        pending.push(b'\n');
+        let _ = tx.send(pending);
+    }
+    let _ = done.send(());
+}
+
+fn memchr_last_nl(b: &[u8]) -> Option<usize> {
+    b.iter().rposition(|&c| c == b'\n')
+}
+
+/// The scanner's side of the channel, as a reader. It ends when every sender is gone,
+/// or when `stop` is set (the child exited but something still holds its output open).
+struct ChannelReader {
+    rx: Receiver<Vec<u8>>,
+    cur: Vec<u8>,
+    pos: usize,
+    stop: Arc<AtomicBool>,
+}
+
+impl Read for ChannelReader {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.pos >= self.cur.len() {
+            match self.rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(v) => {
+                    self.cur = v;
+                    self.pos = 0;
+                }
+                Err(RecvTimeoutError::Timeout) if !self.stop.load(Ordering::SeqCst) => {}
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.cur.len() - self.pos);
+        out[..n].copy_from_slice(&self.cur[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// How the child ended.
+#[derive(Clone, Copy, Debug)]
+enum Ended {
+    Exited(i32),
+    Signaled(i32),
+}
+
+impl Ended {
+    fn shell_status(self) -> u8 {
+        match self {
+            Ended::Exited(c) => (c & 0xff) as u8,
+            Ended::Signaled(s) => (128 + s).min(255) as u8,
+        }
+    }
+    fn failed(self) -> bool {
+        !matches!(self, Ended::Exited(0))
+    }
+    /// SIGKILL, or a wrapper (shell, launcher) that reports its child's SIGKILL as 137.
+    fn killed(self) -> bool {
+        matches!(self, Ended::Signaled(libc::SIGKILL) | Ended::Exited(137))
+    }
+}
+
+/// Wait for the child. With the terminal (`foreground`), job control works as in a shell:
+/// when Ctrl-Z stops the command, oomdoc takes the terminal back and stops too; when the
+/// shell resumes oomdoc (`fg`), the command gets the terminal and SIGCONT.
+fn wait_child(pid: libc::pid_t, foreground: bool) -> io::Result<Ended> {
+    loop {
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
+        if r == pid {
+            if libc::WIFEXITED(status) {
+                return Ok(Ended::Exited(libc::WEXITSTATUS(status)));
+            }
+            if libc::WIFSIGNALED(status) {
+                return Ok(Ended::Signaled(libc::WTERMSIG(status)));
+            }
+            if libc::WIFSTOPPED(status) {
+                // SAFETY: terminal and signal calls on our own process group and the child's.
+                unsafe {
+                    if foreground {
+                        libc::tcsetpgrp(0, libc::getpgrp());
+                    }
+                    libc::kill(libc::getpid(), libc::SIGSTOP);
+                    if foreground {
+                        libc::tcsetpgrp(0, pid);
+                    }
+                    libc::kill(-pid, libc::SIGCONT);
+                }
+            }
+            continue;
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+pub fn run(args: RunArgs) -> ExitCode {
+    match run_inner(args) {
+        Ok(code) => ExitCode::from(code),
+        Err((code, msg)) => {
+            eprintln!("oomdoc: {msg}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn display_cmd(cmd: &[OsString]) -> String {
+    let s = cmd.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ");
+    let s = s.replace('\n', " ");
+    if s.chars().count() > 80 {
+        s.chars().take(79).collect::<String>() + "…"
+    } else {
+        s
+    }
+}
+
+fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
+    let shown = display_cmd(&args.command);
+    // The dump directory, when asked for.
+    let want_dump = args.xla_dump || args.keep_dump.is_some();
+    let dump_dir: Option<(PathBuf, bool)> = if want_dump {
+        let (dir, keep) = match &args.keep_dump {
+            Some(d) => (d.clone(), true),
+            None => {
+                let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+                (std::env::temp_dir().join(format!("oomdoc-xla-dump-{}-{nanos}", std::process::id())), false)
+            }
+        };
+        std::fs::create_dir_all(&dir).map_err(|e| (2, format!("cannot create the dump directory {}: {e}", dir.display())))?;
+        Some((dir, keep))
+    } else {
+        None
+    };
+
+    let mut cmd = Command::new(&args.command[0]);
+    cmd.args(&args.command[1..]);
+    if let Some((dir, _)) = &dump_dir {
+        // Appended to the user's own flags, kept byte for byte.
+        let mut flags = std::env::var_os("XLA_FLAGS").unwrap_or_default();
+        if !flags.to_string_lossy().trim().is_empty() {
+            flags.push(" ");
+        }
+        flags.push("--xla_dump_to=");
+        flags.push(dir.as_os_str());
+        flags.push(" --xla_dump_hlo_as_proto");
+        cmd.env("XLA_FLAGS", flags);
+    }
+
+    // Pseudo-terminals for the streams that go to a terminal; one shared when both do.
+    let out_tty = !args.no_pty && io::stdout().is_terminal();
+    let err_tty = !args.no_pty && io::stderr().is_terminal();
+    let mut sources: Vec<Source> = Vec::new();
+    let mut slave_keep: Option<OwnedFd> = None;
+    let pty_for = |sources: &mut Vec<Source>, dest: RawFd| -> Option<OwnedFd> {
+        let (m, s) = open_pty().ok()?;
+        PTY_MASTER.store(m.as_raw_fd(), Ordering::SeqCst);
+        sources.push(Source { reader: std::fs::File::from(m), dest, pty: true });
+        Some(s)
+    };
+    if out_tty {
+        if let Some(s) = pty_for(&mut sources, libc::STDOUT_FILENO) {
+            cmd.stdout(Stdio::from(s.try_clone().map_err(|e| (2, e.to_string()))?));
+            if err_tty {
+                cmd.stderr(Stdio::from(s.try_clone().map_err(|e| (2, e.to_string()))?));
+            } else {
+                cmd.stderr(Stdio::piped());
+            }
+            slave_keep = Some(s);
+        } else {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+    } else if err_tty {
+        cmd.stdout(Stdio::piped());
+        match pty_for(&mut sources, libc::STDERR_FILENO) {
+            Some(s) => {
+                cmd.stderr(Stdio::from(s.try_clone().map_err(|e| (2, e.to_string()))?));
+                slave_keep = Some(s);
+            }
+            None => {
+                cmd.stderr(Stdio::piped());
+            }
+        }
+    } else {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    }
+
+    // Its own process group, in the terminal's foreground when we are (so it can read the
+    // terminal and Ctrl-C reaches it directly).
+    // SAFETY: isatty/tcgetpgrp/getpgrp are plain queries.
+    let stdin_fg = unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) == libc::getpgrp() };
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::setpgid(0, 0);
+            if stdin_fg {
+                libc::signal(libc::SIGTTOU, libc::SIG_IGN);
+                libc::tcsetpgrp(0, libc::getpid());
+                libc::signal(libc::SIGTTOU, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        install(sig, forward_signal);
+    }
+    let before = KernelState::read();
+    let started = Instant::now();
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            if let Some((dir, false)) = &dump_dir {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            let msg = format!("cannot run `{shown}`: {e}");
+            if let Some(path) = &args.report {
+                let mut v = serde_json::to_value(Report::default()).expect("report serializes");
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("exit_status".into(), 127.into());
+                    o.insert("signal".into(), serde_json::Value::Null);
+                    o.insert("error".into(), msg.clone().into());
+                }
+                let _ = std::fs::write(path, serde_json::to_string_pretty(&v).expect("serializes") + "\n");
+            }
+            return Err((127, msg));
+        }
+    };
+    // The Command holds its copies of the pty slave: drop them, so the master reads end of
+    // file as soon as the command (and whatever it started) has closed its own.
+    drop(cmd);
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: the child is ours; setpgid here too closes the race with its own call.
+    unsafe { libc::setpgid(pid, pid) };
+    CHILD_PGID.store(pid, Ordering::SeqCst);
+    if stdin_fg {
+        // SAFETY: SIGTTOU ignored while we hand the terminal to the child's group.
+        unsafe {
+            libc::signal(libc::SIGTTOU, libc::SIG_IGN);
+            libc::tcsetpgrp(0, pid);
+        }
+    }
+    let pending = PENDING_SIGNAL.swap(0, Ordering::SeqCst);
+    if pending > 0 {
+        // SAFETY: signalling the child's own process group.
+        unsafe { libc::kill(-pid, pending) };
+    }
+    if !sources.is_empty() {
+        install(libc::SIGWINCH, forward_winch);
+    }
+    drop(slave_keep); // only the child holds the pty slave now: its end is our end of file
+    if let Some(o) = child.stdout.take() {
+        sources.push(Source { reader: std::fs::File::from(OwnedFd::from(o)), dest: libc::STDOUT_FILENO, pty: false });
+    }
+    if let Some(e) = child.stderr.take() {
+        sources.push(Source { reader: std::fs::File::from(OwnedFd::from(e)), dest: libc::STDERR_FILENO, pty: false });
+    }
+
+    // The scanner thread and one pass-through thread per stream.
+    let (tx, rx) = sync_channel::<Vec<u8>>(CHANNEL_PIECES);
+    let stop = Arc::new(AtomicBool::new(false));
+    // The dump is read when the scan finishes, after the command has exited and written it,
+    // so its buffers count in the facts and fixes as with `diagnose --dump`.
+    let mut opts_scan = Options { lang: args.lang, threads: 1, ..Options::default() };
+    opts_scan.dump = dump_dir.as_ref().map(|(d, _)| d.clone());
+    let reader = ChannelReader { rx, cur: Vec::new(), pos: 0, stop: stop.clone() };
+    let scanner = std::thread::spawn(move || diagnose_reader(reader, &opts_scan));
+    let (done_tx, done_rx) = sync_channel::<()>(sources.len());
+    let n_sources = sources.len();
+    for s in sources {
+        let tx = tx.clone();
+        let done = done_tx.clone();
+        std::thread::spawn(move || pass_through(s, tx, done));
+    }
+    drop(tx);
+    drop(done_tx);
+
+    let ended = wait_child(pid, stdin_fg).map_err(|e| (2, format!("waiting for `{shown}`: {e}")))?;
+    let elapsed = started.elapsed();
+    CHILD_PGID.store(0, Ordering::SeqCst);
+    if stdin_fg {
+        // SAFETY: take the terminal back for our own group.
+        unsafe { libc::tcsetpgrp(0, libc::getpgrp()) };
+    }
+    // Output the command's own children still hold open gets a short grace, then we go on.
+    let deadline = Instant::now() + DRAIN_GRACE;
+    for _ in 0..n_sources {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if done_rx.recv_timeout(left).is_err() {
+            break;
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    let mut report = match scanner.join() {
+        Ok(Ok(r)) => r,
+        _ => Report::default(),
+    };
+    let after = KernelState::read();
+
+    // The kernel's evidence for a SIGKILL.
+    let opts = Options { lang: args.lang, threads: 1, ..Options::default() };
+    // Killed by SIGKILL, or failed after the OOM killer struck in our cgroup during the run
+    // (a launcher such as torchrun exits 1 when a worker it started is OOM-killed).
+    let oom_counted = matches!((before.oom_kill, after.oom_kill), (Some(b), Some(a)) if a > b);
+    if ended.killed() || (ended.failed() && oom_counted) {
+        add_kill_finding(&mut report, ended, pid, &before, &after, &shown, &opts);
+    }
+    let code = ended.shell_status();
+    let mut note = None;
+    if let Some(path) = &args.report {
+        let mut v = serde_json::to_value(&report).expect("report serializes");
+        if let Some(o) = v.as_object_mut() {
+            o.insert("exit_status".into(), code.into());
+            o.insert("signal".into(), match ended {
+                Ended::Signaled(s) => s.into(),
+                _ => serde_json::Value::Null,
+            });
+            o.insert("seconds".into(), serde_json::json!((elapsed.as_secs_f64() * 1000.0).round() / 1000.0));
+        }
+        let text = serde_json::to_string_pretty(&v).expect("serializes") + "\n";
+        if let Err(e) = std::fs::write(path, text) {
+            note = Some(format!("cannot write the report {}: {e}", path.display()));
+        }
+    }
+    // `oomdoc run -- cmd | head`: the command ended by SIGPIPE when its reader left is no
+    // failure to explain (a shell prints nothing either), unless its output held one.
+    let sigpipe_quiet = matches!(ended, Ended::Signaled(libc::SIGPIPE)) && report.findings.is_empty();
+    if ended.failed() && !sigpipe_quiet {
+        let color = match args.color {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        };
+        let zh = args.lang == Lang::Zh;
+        let how = match (ended, zh) {
+            (Ended::Exited(c), false) => format!("exited with status {c}"),
+            (Ended::Signaled(s), false) => format!("was killed by {} (status {code})", signal_name(s)),
+            (Ended::Exited(c), true) => format!("以状态 {c} 退出"),
+            (Ended::Signaled(s), true) => format!("被 {} 终止（状态 {code}）", signal_name(s)),
+        };
+        let mut err = io::stderr().lock();
+        let _ = writeln!(err, "\n── oomdoc: `{shown}` {how} ──");
+        let _ = err.write_all(render::text(&report, args.lang, color).as_bytes());
+        if let Some((dir, true)) = &dump_dir {
+            let _ = writeln!(err, "XLA dump kept in {}", dir.display());
+        }
+        let _ = err.flush();
+    }
+    if let Some(n) = note {
+        eprintln!("oomdoc: {n}");
+    }
+    if let Some((dir, false)) = &dump_dir {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    Ok(code)
+}
+
+fn signal_name(s: i32) -> String {
+    let name = match s {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGPIPE => "SIGPIPE",
+        _ => return format!("signal {s}"),
+    };
+    name.to_string()
+}
+
+/// What the kernel says about memory kills, read before and after the run.
+#[derive(Debug, Default)]
+struct KernelState {
+    /// Our cgroup v2 directory.
+    cgroup: Option<PathBuf>,
+    /// `oom_kill` of its `memory.events` (counts kills in the whole subtree).
+    oom_kill: Option<u64>,
+    /// The smallest `memory.max` of the cgroup and its parents, and where it is set.
+    limit: Option<(u64, PathBuf)>,
+    /// Seconds since boot (dmesg's clock).
+    uptime: Option<f64>,
+}
+
+impl KernelState {
+    fn read() -> KernelState {
+        let Some((cgroup, events, key, limit_file)) = memory_cgroup() else {
+            return KernelState { uptime: uptime(), ..Default::default() };
+        };
+        let oom_kill = std::fs::read_to_string(cgroup.join(events))
+            .ok()
+            .and_then(|text| text.lines().find_map(|l| l.strip_prefix(key).and_then(|v| v.trim().parse().ok())));
+        // The limit may be set on any parent (the container's cgroup): the smallest counts.
+        let mut limit: Option<(u64, PathBuf)> = None;
+        let mut dir = Some(cgroup.clone());
+        while let Some(d) = dir {
+            if !d.starts_with("/sys/fs/cgroup") {
+                break;
+            }
+            let value = std::fs::read_to_string(d.join(limit_file)).ok().and_then(|t| t.trim().parse::<u64>().ok());
+            // v1 prints "no limit" as a page-rounded i64::MAX (v2 prints "max").
+            if let Some(v) = value.filter(|&v| v < 1 << 62) {
+                if limit.as_ref().is_none_or(|(l, _)| v < *l) {
+                    limit = Some((v, d.join(limit_file)));
+                }
+            }
+            dir = d.parent().map(Path::to_path_buf);
+        }
+        KernelState { cgroup: Some(cgroup), oom_kill, limit, uptime: uptime() }
+    }
+}
+
+fn uptime() -> Option<f64> {
+    std::fs::read_to_string("/proc/uptime").ok().and_then(|t| t.split_whitespace().next()?.parse().ok())
+}
+
+/// Our memory cgroup: (directory, file holding the oom_kill counter, its key, limit file).
+/// cgroup v2 (`memory.events`, `memory.max`; also the hybrid layout's `unified/`), else
+/// v1's memory controller (`memory.oom_control`, `memory.limit_in_bytes`).
+fn memory_cgroup() -> Option<(PathBuf, &'static str, &'static str, &'static str)> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    for l in text.lines() {
+        if let Some(rel) = l.strip_prefix("0::") {
+            let rel = rel.trim().trim_start_matches('/');
+            for base in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
+                let dir = Path::new(base).join(rel);
+                if dir.join("memory.events").exists() {
+                    return Some((dir, "memory.events", "oom_kill ", "memory.max"));
+                }
+            }
+        }
+    }
+    for l in text.lines() {
+        let mut parts = l.splitn(3, ':');
+        let (Some(_), Some(ctrl), Some(rel)) = (parts.next(), parts.next(), parts.next()) else { continue };
+        if ctrl.split(',').any(|c| c == "memory") {
+            let dir = Path::new("/sys/fs/cgroup/memory").join(rel.trim().trim_start_matches('/'));
+            if dir.join("memory.oom_control").exists() {
+                return Some((dir, "memory.oom_control", "oom_kill ", "memory.limit_in_bytes"));
+            }
+        }
+    }
+    None
+}
+
+/// Kernel OOM-killer lines from `dmesg` printed during the run (when dmesg may be read).
+fn dmesg_kills(since_uptime: f64) -> Option<Vec<String>> {
+    let out = Command::new("dmesg").stdin(Stdio::null()).stderr(Stdio::null()).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = Vec::new();
+    for l in text.lines() {
+        let ts = l.strip_prefix('[').and_then(|r| r.split(']').next()).and_then(|t| t.trim().parse::<f64>().ok());
+        if ts.is_some_and(|t| t + 1.0 >= since_uptime) && (l.contains("Killed process") || l.contains("oom-kill:")) {
+            lines.push(l.to_string());
+        }
+    }
+    Some(lines)
+}
+
+fn add_kill_finding(report: &mut Report, ended: Ended, pid: i32, before: &KernelState, after: &KernelState, shown: &str, opts: &Options) {
+    let mut evidence = vec![match ended {
+        Ended::Signaled(s) => format!("oomdoc run: `{shown}` (pid {pid}) was killed by {} (status {})", signal_name(s), ended.shell_status()),
+        Ended::Exited(137) => format!("oomdoc run: `{shown}` (pid {pid}) exited with status 137 (128 + SIGKILL: a process it waited for was killed)"),
+        Ended::Exited(c) => format!("oomdoc run: `{shown}` (pid {pid}) exited with status {c} after a process of the job was killed"),
+    }];
+    let mut details: Vec<(&str, serde_json::Value)> = vec![("exit_status", ended.shell_status().into())];
+    let mut proven = false;
+    match (before.oom_kill, after.oom_kill) {
+        (Some(b), Some(a)) => {
+            let dir = after.cgroup.as_ref().map(|d| d.display().to_string()).unwrap_or_default();
+            if a > b {
+                proven = true;
+                evidence.push(format!("cgroup {dir}: oom_kill counter went from {b} to {a} during the run"));
+            } else {
+                evidence.push(format!("cgroup {dir}: oom_kill counter stayed at {a} (no OOM kill counted in this cgroup; the SIGKILL may have come from elsewhere)"));
+            }
+            details.push(("cgroup_oom_kill_before", b.into()));
+            details.push(("cgroup_oom_kill_after", a.into()));
+            details.push(("cgroup", dir.into()));
+        }
+        _ => evidence.push("the memory cgroup's oom_kill counter is not readable here: the OOM killer is not proven".into()),
+    }
+    let mut sizes = Vec::new();
+    if let Some((limit, path)) = &after.limit {
+        evidence.push(format!("memory limit {} ({limit} bytes) in {}", format_bytes(*limit), path.display()));
+        sizes.push((SizeKey::Limit, *limit, format!("memory.max {limit}")));
+    }
+    let mut from_kernel: Option<Finding> = None;
+    if let Some(lines) = before.uptime.and_then(dmesg_kills) {
+        let mine: Vec<&String> = lines.iter().filter(|l| l.contains(&format!("Killed process {pid} "))).collect();
+        // Another process's kill is ours only when our cgroup counted a kill during the run.
+        let chosen: Vec<&String> = if !mine.is_empty() {
+            mine.clone()
+        } else if proven {
+            lines.iter().collect()
+        } else {
+            Vec::new()
+        };
+        if !mine.is_empty() {
+            proven = true;
+        }
+        for l in chosen.iter().take(3) {
+            evidence.push(format!("dmesg: {l}"));
+        }
+        // The kernel's own line carries the numbers (anon-rss): read it like any log.
+        if let Some(l) = chosen.last() {
+            from_kernel = diagnose_text(l, opts).findings.into_iter().find(|f| f.id == "host.oom-killer");
+        }
+    }
+    let confidence = if proven { Confidence::Certain } else { Confidence::Likely };
+    let text = evidence.join("\n");
+    let mut f = match from_kernel {
+        Some(mut f) => {
+            f.excerpt = text.clone();
+            f.line = 0;
+            f.end_line = 0;
+            if f.sizes.limit.is_none() {
+                if let Some((limit, _)) = &after.limit {
+                    f.sizes.limit = Some(*limit);
+                    f.printed.insert("limit".into(), format!("memory.max {limit}"));
+                }
+            }
+            for (k, v) in &details {
+                f.details.insert(k.to_string(), v.clone());
+            }
+            f
+        }
+        None => evidence_finding("host.oom-killer", confidence, &text, &sizes, &details, opts),
+    };
+    f.confidence = confidence;
+    let zh = opts.lang == Lang::Zh;
+    let verdict = match (proven, ended.killed(), zh) {
+        (true, true, false) => "killed by the OOM killer",
+        (true, false, false) => "a process of the job was killed by the OOM killer",
+        (false, _, false) => "killed by SIGKILL, most likely the OOM killer (not proven)",
+        (true, true, true) => "被 OOM killer 杀死",
+        (true, false, true) => "任务中的一个进程被 OOM killer 杀死",
+        (false, _, true) => "被 SIGKILL 杀死，很可能是 OOM killer（未证实）",
+    };
+    let (resident, limit_w) = if zh { ("驻留内存", "内存上限") } else { ("resident", "memory limit") };
+    f.headline = match (f.sizes.used, f.sizes.limit) {
+        (Some(u), Some(l)) => format!("{verdict}: {} {resident}, {limit_w} {}", format_bytes(u), format_bytes(l)),
+        (Some(u), None) => format!("{verdict}: {} {resident}", format_bytes(u)),
+        (None, Some(l)) => format!("{verdict}; {limit_w} {}", format_bytes(l)),
+        (None, None) => verdict.to_string(),
+    };
+    // One host OOM finding: the log's own (`Killed`) gains the kernel's evidence.
+    if let Some(existing) = report.findings.iter_mut().find(|g| g.id == "host.oom-killer") {
+        if proven {
+            existing.confidence = Confidence::Certain;
+        }
+        existing.headline = f.headline;
+        existing.excerpt = format!("{}\n{}", existing.excerpt, text);
+        for (k, v) in f.details {
+            existing.details.entry(k).or_insert(v);
+        }
+        if existing.sizes.limit.is_none() {
+            existing.sizes.limit = f.sizes.limit;
+        }
+        return;
+    }
+    f.first_fatal = !report.findings.iter().any(|g| g.first_fatal);
+    report.findings.push(f);
+}

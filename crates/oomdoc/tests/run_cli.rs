@@ -1,0 +1,333 @@
+//! `oomdoc run -- CMD` with real child processes.
+#![cfg(unix)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn oomdoc() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_oomdoc"));
+    c.env("NO_COLOR", "1").stdin(Stdio::null());
+    c
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("oomdoc-run-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A real message from the dev corpus (easydiffusion/easydiffusion#104).
+fn real_cuda_message() -> String {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/dev.jsonl");
+    let text = std::fs::read_to_string(corpus).unwrap();
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v["id"] == "easydiff-104-max-split-hint" {
+            return v["error_text"].as_str().unwrap().to_string();
+        }
+    }
+    panic!("corpus record easydiff-104-max-split-hint is missing");
+}
+
+fn script(dir: &Path, body: &str) -> PathBuf {
+    let p = dir.join("job.sh");
+    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    p
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn report(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn failing_script_passes_output_through_then_diagnoses() {
+    let dir = temp_dir("fail");
+    let msg = real_cuda_message();
+    std::fs::write(dir.join("msg.txt"), format!("{msg}\n")).unwrap();
+    let job = script(&dir, &format!("echo 'epoch 1 step 10 loss 0.53'\ncat '{}' >&2\nexit 3", dir.join("msg.txt").display()));
+    let rep = dir.join("report.json");
+    let out = oomdoc().args(["run", "--report"]).arg(&rep).arg("--").arg("sh").arg(&job).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "the command's own status");
+    assert_eq!(text(&out.stdout), "epoch 1 step 10 loss 0.53\n", "stdout untouched");
+    let err = text(&out.stderr);
+    // The command's stderr first, byte for byte, then the diagnosis.
+    assert!(err.starts_with(&format!("{msg}\n")), "{err}");
+    let diag = &err[msg.len()..];
+    assert!(diag.contains("exited with status 3"), "{diag}");
+    assert!(diag.contains("pytorch.cuda-oom"), "{diag}");
+    assert!(diag.contains("tried to allocate 64.00 MiB"), "{diag}");
+    let v = report(&rep);
+    assert_eq!(v["exit_status"], 3);
+    assert_eq!(v["signal"], Value::Null);
+    assert_eq!(v["findings"][0]["id"], "pytorch.cuda-oom");
+    assert_eq!(v["findings"][0]["sizes"]["requested"], 64u64 << 20);
+}
+
+#[test]
+fn success_adds_nothing_but_the_report_is_written() {
+    let dir = temp_dir("ok");
+    let rep = dir.join("report.json");
+    let out = oomdoc().args(["run", "--report"]).arg(&rep).args(["--", "sh", "-c", "echo fine; echo progress >&2"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), "fine\n");
+    assert_eq!(text(&out.stderr), "progress\n");
+    let v = report(&rep);
+    assert_eq!(v["findings"].as_array().unwrap().len(), 0);
+    assert_eq!(v["exit_status"], 0);
+}
+
+#[test]
+fn sigkill_gives_137_and_a_host_oom_finding() {
+    let dir = temp_dir("kill");
+    let rep = dir.join("report.json");
+    let out = oomdoc().args(["run", "--report"]).arg(&rep).args(["--", "sh", "-c", "echo before; kill -9 $$"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(137));
+    assert_eq!(text(&out.stdout), "before\n");
+    let err = text(&out.stderr);
+    assert!(err.contains("was killed by SIGKILL"), "{err}");
+    assert!(err.contains("host.oom-killer"), "{err}");
+    let v = report(&rep);
+    assert_eq!(v["signal"], 9);
+    assert_eq!(v["exit_status"], 137);
+    let f = &v["findings"][0];
+    assert_eq!(f["id"], "host.oom-killer");
+    // kill -9 by hand is no OOM kill: never `certain` unless the kernel proves it.
+    assert_eq!(f["confidence"], "likely", "{f}");
+}
+
+#[test]
+fn cannot_start_is_127_with_one_line() {
+    let out = oomdoc().args(["run", "--", "/nonexistent/oomdoc-no-such-command"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("oomdoc: cannot run"), "{err}");
+    // The report is written in every case.
+    let rep = temp_dir("nostart").join("report.json");
+    let out = oomdoc().args(["run", "--report"]).arg(&rep).args(["--", "/nonexistent/oomdoc-no-such-command"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    let v = report(&rep);
+    assert_eq!(v["exit_status"], 127);
+    assert_eq!(v["findings"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn binary_output_passes_byte_for_byte() {
+    let out = oomdoc().args(["run", "--", "sh", "-c", r"printf '\000\377\376 not utf-8 \200\r\n\033[31mred\033[0m\rbar'"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.stdout, b"\x00\xff\xfe not utf-8 \x80\r\n\x1b[31mred\x1b[0m\rbar".to_vec());
+}
+
+#[test]
+fn child_closing_stdout_early() {
+    let out = oomdoc().args(["run", "--", "sh", "-c", "echo first; exec 1>&-; sleep 0.2; echo still here >&2; exit 1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout), "first\n");
+    let err = text(&out.stderr);
+    assert!(err.starts_with("still here\n"), "{err}");
+    assert!(err.contains("no accelerator memory failure found"), "{err}");
+}
+
+#[test]
+fn sigterm_is_forwarded_to_the_process_group() {
+    let child = oomdoc()
+        .args(["run", "--", "sh", "-c", "trap 'echo got TERM; exit 7' TERM; echo ready; while true; do sleep 0.05; done"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let pid = child.id();
+    assert!(Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+    let out: Output = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "ready\ngot TERM\n");
+}
+
+#[test]
+fn xla_dump_flags_are_appended_and_the_dump_removed_or_kept() {
+    let out = oomdoc().env("XLA_FLAGS", "--xla_force_host_platform_device_count=2").args(["run", "--xla-dump", "--", "sh", "-c", "echo \"$XLA_FLAGS\""]).output().unwrap();
+    let flags = text(&out.stdout);
+    assert!(flags.starts_with("--xla_force_host_platform_device_count=2 --xla_dump_to="), "{flags}");
+    assert!(flags.trim_end().ends_with(" --xla_dump_hlo_as_proto"), "{flags}");
+    let dump = flags.split("--xla_dump_to=").nth(1).unwrap().split(' ').next().unwrap().to_string();
+    assert!(!Path::new(&dump).exists(), "temporary dump {dump} removed");
+    let keep = temp_dir("keep").join("dump");
+    let out = oomdoc().arg("run").arg("--keep-dump").arg(&keep).args(["--", "sh", "-c", "echo \"$XLA_FLAGS\"; touch \"${XLA_FLAGS#*--xla_dump_to=}\" 2>/dev/null; exit 0"]).output().unwrap();
+    assert_eq!(text(&out.stdout), format!("--xla_dump_to={} --xla_dump_hlo_as_proto\n", keep.display()));
+    assert!(keep.is_dir());
+}
+
+/// A real out-of-memory kill in a small memory cgroup, where the test runner may make one
+/// (root with a writable cgroup v1 memory controller or cgroup v2); skipped otherwise.
+#[test]
+fn oom_kill_in_a_small_cgroup_is_certain() {
+    let Some(cg) = make_small_cgroup(64 << 20) else {
+        eprintln!("skipped: cannot create a memory cgroup here (needs root and a writable cgroup filesystem)");
+        return;
+    };
+    if Command::new("python3").arg("-c").arg("pass").status().map(|s| !s.success()).unwrap_or(true) {
+        eprintln!("skipped: python3 is not installed");
+        let _ = std::fs::remove_dir(&cg);
+        return;
+    }
+    let dir = temp_dir("cgroup");
+    let rep = dir.join("report.json");
+    let cmd = format!(
+        "echo $$ > '{}/cgroup.procs' && exec '{}' run --report '{}' -- python3 -c 'b = b\"x\" * (512 << 20); print(len(b))'",
+        cg.display(),
+        env!("CARGO_BIN_EXE_oomdoc"),
+        rep.display()
+    );
+    let out = Command::new("sh").arg("-c").arg(&cmd).env("NO_COLOR", "1").output().unwrap();
+    assert_eq!(out.status.code(), Some(137), "{}", text(&out.stderr));
+    let v = report(&rep);
+    let f = &v["findings"][0];
+    assert_eq!(f["id"], "host.oom-killer");
+    assert_eq!(f["confidence"], "certain", "{f}");
+    assert_eq!(f["sizes"]["limit"], 64u64 << 20, "{f}");
+
+    // A launcher whose worker is OOM-killed and which then exits 1 (as torchrun does).
+    let cmd = format!(
+        "echo $$ > '{}/cgroup.procs' && exec '{}' run --report '{}' -- sh -c \"python3 -c 'b = b\\\"x\\\" * (512 << 20)'; echo worker died >&2; exit 1\"",
+        cg.display(),
+        env!("CARGO_BIN_EXE_oomdoc"),
+        rep.display()
+    );
+    let out = Command::new("sh").arg("-c").arg(&cmd).env("NO_COLOR", "1").output().unwrap();
+    let _ = std::fs::remove_dir(&cg);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("a process of the job was killed by the OOM killer"), "{err}");
+    let v = report(&rep);
+    let f = v["findings"].as_array().unwrap().iter().find(|f| f["id"] == "host.oom-killer").expect("host finding").clone();
+    assert_eq!(f["confidence"], "certain", "{f}");
+}
+
+fn make_small_cgroup(limit: u64) -> Option<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let name = format!("oomdoc-test-{}", std::process::id());
+    for l in text.lines() {
+        let mut parts = l.splitn(3, ':');
+        let (_, ctrl, rel) = (parts.next()?, parts.next()?, parts.next()?);
+        let rel = rel.trim_start_matches('/');
+        let (dir, file) = if ctrl.split(',').any(|c| c == "memory") {
+            (Path::new("/sys/fs/cgroup/memory").join(rel).join(&name), "memory.limit_in_bytes")
+        } else if ctrl.is_empty() && Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+            (Path::new("/sys/fs/cgroup").join(rel).join(&name), "memory.max")
+        } else {
+            continue;
+        };
+        if std::fs::create_dir(&dir).is_err() {
+            continue;
+        }
+        if std::fs::write(dir.join(file), limit.to_string()).is_err() {
+            let _ = std::fs::remove_dir(&dir);
+            continue;
+        }
+        let _ = std::fs::write(dir.join("memory.swappiness"), "0");
+        return Some(dir);
+    }
+    None
+}
+
+/// `ulimit -v`: the allocation fails inside the child (no kill); the output still passes
+/// through and the status is the child's.
+#[test]
+fn ulimit_v_failure_keeps_the_status() {
+    if Command::new("python3").arg("-c").arg("pass").status().map(|s| !s.success()).unwrap_or(true) {
+        eprintln!("skipped: python3 is not installed");
+        return;
+    }
+    let out = oomdoc()
+        .args(["run", "--", "sh", "-c", "ulimit -v 400000 || exit 99; exec python3 -c 'b = bytearray(2 << 30)'"])
+        .output()
+        .unwrap();
+    if out.status.code() == Some(99) {
+        eprintln!("skipped: ulimit -v is not permitted here");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("MemoryError"), "{err}");
+    assert!(err.contains("── oomdoc: "), "{err}");
+}
+
+/// On a terminal the command gets a pseudo-terminal: it sees a TTY and keeps its colours.
+#[test]
+fn terminal_gets_a_pty() {
+    if Command::new("script").args(["-qc", "true", "/dev/null"]).output().map(|o| !o.status.success()).unwrap_or(true) {
+        eprintln!("skipped: util-linux `script` is not installed");
+        return;
+    }
+    let inner = format!("'{}' run -- sh -c 'test -t 1 && echo out-tty; test -t 2 && echo err-tty >&2; printf \"\\033[31mred\\033[0m\\n\"'", env!("CARGO_BIN_EXE_oomdoc"));
+    let started = std::time::Instant::now();
+    let out = Command::new("script").args(["-qc", &inner, "/dev/null"]).stdin(Stdio::null()).output().unwrap();
+    // The pty's end of file comes when the command exits, not after the drain grace.
+    assert!(started.elapsed() < std::time::Duration::from_millis(1500), "{:?}", started.elapsed());
+    let s = text(&out.stdout);
+    assert!(s.contains("out-tty"), "{s:?}");
+    assert!(s.contains("err-tty"), "{s:?}");
+    assert!(s.contains("\x1b[31mred\x1b[0m\r\n"), "{s:?}");
+    assert!(!s.contains("\r\r\n"), "newlines translated once: {s:?}");
+}
+
+/// `oomdoc run -- yes | head -1`: the reader leaves, the command gets SIGPIPE as without
+/// oomdoc, and nothing is added.
+#[test]
+fn reader_leaving_early_ends_the_command_quietly() {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{}' run -- yes | head -n 2; echo \"status ${{PIPESTATUS:-}}\" >/dev/null", env!("CARGO_BIN_EXE_oomdoc")))
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "y\ny\n");
+    assert_eq!(text(&out.stderr), "", "no diagnosis for a SIGPIPE");
+}
+
+/// `--xla-dump`: the failing module's memory from the dump the command wrote is attached.
+#[test]
+fn xla_dump_is_attached_to_the_failure() {
+    let dir = temp_dir("xla");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../memory/tests/fixtures/mlp_train_step");
+    // A real XLA message (jax-ml/jax#788, tests/corpus/dev.jsonl) that names no module: the
+    // dump's only module is the one attached.
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/dev.jsonl");
+    let msg = std::fs::read_to_string(corpus)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["id"] == "jax-788-replica-failed-legacy")
+        .unwrap()["error_text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::write(dir.join("msg.txt"), format!("{msg}\n")).unwrap();
+    let job = script(
+        &dir,
+        &format!("d=\"${{XLA_FLAGS#*--xla_dump_to=}}\"; d=\"${{d%% *}}\"\ncp '{}'/* \"$d\"/\ncat '{}' >&2\nexit 1", fixture.display(), dir.join("msg.txt").display()),
+    );
+    let rep = dir.join("report.json");
+    let out = oomdoc().args(["run", "--xla-dump", "--report"]).arg(&rep).arg("--").arg("sh").arg(&job).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let v = report(&rep);
+    let f = &v["findings"][0];
+    assert_eq!(f["memory"]["module"], "jit_mlp_train_step", "{f}");
+}
+
+/// A background process that keeps the output open after the command exits does not hold
+/// oomdoc: it waits a short grace, then diagnoses and exits with the command's status.
+#[test]
+fn background_child_holding_the_output_does_not_hang() {
+    let started = std::time::Instant::now();
+    let out = oomdoc().args(["run", "--", "sh", "-c", "sleep 8 & echo hi; exit 2"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stdout), "hi\n");
+    assert!(started.elapsed() < std::time::Duration::from_secs(6), "{:?}", started.elapsed());
+}
