@@ -221,10 +221,11 @@ const CONTEXT_WORDS: &[&str] = &[
 /// the negative corpora, the non-failure lines of the positive corpora, Python sources)
 /// — rare, shared by many triggers, and few enough for Teddy (at most 64).
 pub const ANCHORS: &[&str] = &[
-    " compil", " memory ", "200:", "Attempti", "BufferAs", "E010", "E100", "E200", "E300", "Hbm usag", "KV cache", "LLVM ERR", "MEMORY", "Memory",
-    "No v", "Resource", "SOURCE_E", "TPU_", "Tensor w", "XLA_", "_ALLOC_", "_STATUS_", "cache bl", "celerato", "code 137", "cudnn co", "ed d",
-    "emory sp", "exceed", "halted ", "illed", "kill", "llocati", "m device", "memref.a", "openxla.", "ot alloc", "otal ", "rogram", "status 1",
-    "tartup i", "to alloc", "ut got b", "ut of",
+    " memory ", "200:", "ALLOC", "Aborting", "Attempti", "BufferAs", "E010", "E100", "E200", "E300", "ENOMEM", "Hbm usag", "KV cache",
+    "LLVM ERR", "MEMORY", "Memory", "No v", "OOM", "Resource", "SIGKILL", "SOURCE_E", "TPU_", "Tensor w", "XLA_", "_STATUS_", "bad_allo",
+    "c failed", "cache bl", "celerato", "code 137", "code: -9", "cudnn co", "ed d", "efaultCP", "emory sp", "enough m", "exceed", "from dev",
+    "halted ", "icient m", "ille", "kill", "llocati", "locate o", "memref.a", "openxla.", "otal ", "posix_me", "rogram", "rrno 12]",
+    "status 1", "t alloca", "tartup i", "to alloc", "ut got b", "ut of", "ut-of-me",
 ];
 
 /// Every start trigger: the scanner's own list plus each family module's, without repeats.

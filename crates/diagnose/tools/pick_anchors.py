@@ -13,11 +13,11 @@ templates (benches/scan_throughput.rs), tests/corpus/negatives.jsonl and
 tests/corpus/negatives/*.jsonl (real texts users pasted: training logs, memory
 summaries, nvidia-smi tables, non-memory errors).
 
-Usage: python3 crates/diagnose/tools/pick_anchors.py triggers.txt
-(triggers.txt: one trigger per line, e.g. from `oomdoc_diagnose::scan::all_trigger_words()`
-as printed by the `anchors` unit test with --nocapture).
+Usage: python3 crates/diagnose/tools/pick_anchors.py
+It reads the trigger lists from the sources (scan.rs START_TRIGGERS and CONTEXT_WORDS,
+each recognize/*.rs TRIGGERS) and prints the anchors as a Rust array for scan.rs ANCHORS.
 """
-import json, sys, pathlib, collections
+import json, re, sys, pathlib, collections
 
 root = pathlib.Path(__file__).resolve().parents[3]
 
@@ -54,8 +54,23 @@ def reference_text():
 
 TRIGGERS = []
 
+def rust_list(src, name):
+    m = re.search(r'const ' + name + r': &\[&str\] = &\[(.*?)\];', src, re.S)
+    if not m:
+        return []
+    body = re.sub(r'//[^\n]*', '', m.group(1))
+    return [json.loads('"' + x + '"') for x in re.findall(r'"((?:[^"\\]|\\.)*)"', body)]
+
+def all_triggers():
+    src = root / 'crates/diagnose/src'
+    scan = (src / 'scan.rs').read_text()
+    out = rust_list(scan, 'START_TRIGGERS') + rust_list(scan, 'CONTEXT_WORDS')
+    for f in sorted((src / 'recognize').glob('*.rs')):
+        out += rust_list(f.read_text(), 'TRIGGERS')
+    return list(dict.fromkeys(out))
+
 def main():
-    triggers = [t for t in pathlib.Path(sys.argv[1]).read_text().splitlines() if t]
+    triggers = all_triggers()
     TRIGGERS.extend(triggers)
     ref = reference_text()
     mb = len(ref) / 1e6
@@ -76,7 +91,10 @@ def main():
         anchors.append(best)
         uncovered -= cands[best]
     for a in sorted(anchors):
-        print(f'{a!r:24} {freq[a]:8.2f}/MB  covers {len(cands[a])}')
+        print(f'{a!r:24} {freq[a]:8.2f}/MB  covers {len(cands[a])}', file=sys.stderr)
+    print('pub const ANCHORS: &[&str] = &[')
+    print('    ' + ', '.join(json.dumps(a) for a in sorted(anchors)) + ',')
+    print('];')
     print(f'{len(anchors)} anchors for {len(triggers)} triggers; reference {mb:.1f} MB', file=sys.stderr)
 
 main()
