@@ -347,6 +347,16 @@ mod tests {
     }
 
     #[test]
+    fn a_size_wrapped_onto_the_next_line() {
+        // PaddlePaddle/Paddle#26892 (the free size wrapped by the reporter's terminal)
+        let h = one("报错信息：Out of memory error on GPU 0. Cannot allocate 1.531250GB memory on GPU 0, available memory is only \n                   416.625000MB.\n\n                   Please check whether there is any other process using GPU 0.").unwrap();
+        assert_eq!(h.get(SizeKey::Requested), oomdoc_units::parse_size("1.531250GB").map(|p| p.bytes));
+        assert_eq!(h.get(SizeKey::Free), oomdoc_units::parse_size("416.625000MB").map(|p| p.bytes));
+        // "GPU 0, available" is not a size.
+        assert_eq!(h.get(SizeKey::Allocated), None);
+    }
+
+    #[test]
     fn prose_and_hints_stay_silent() {
         assert!(one("If you encounter CUDA out of memory, try to set --tile with a smaller number.").is_none());
         assert!(one("I encountered OOM with 50GB GPUs.").is_none());
