@@ -73,16 +73,15 @@ grammar!(operators, r"==|!=|&&|\|\||;\s*$");
 // A message at the start of a line (after a log prefix) needs no marker: "Failed to allocate 14495514624 bytes of memory".
 grammar!(line_start_phrase, r"(?i)^(?:[\s>*`\[\]\w:./-]|\p{So}){0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to allocate|(?:cannot|can't|could not) allocate|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed)");
 
-// Sizes by general rules, next to the word that names them.
-grammar!(
-    requested,
-    r"(?i)(?:allocat(?:e|ing|ion)|\bmap|request(?:ed|ing)?|need(?:s|ed)?|require[sd]?)(?: (?:a|an|the|additional))?(?: (?:buffer|tensor|memory|block|chunk|array|region))?(?: (?:of|for|with))?(?: size)?[ =:(]{0,3}(?P<v>0x[0-9a-fA-F]+|{SZ})"
-);
+// Sizes by general rules, next to the word that names them. Only sizes with a unit (or
+// `bytes`) are read here: a bare number next to "allocate" may count elements or blocks.
+const SZU: &str = r"[0-9][0-9,]*(?:\.[0-9]+)?\s?(?:[KMGTPE]i?B|[KMGTPE]|B|bytes?)\b";
+grammar!(requested, &r"(?i)(?:allocat(?:e|ing|ion)|\bmap|request(?:ed|ing)?|need(?:s|ed)?|require[sd]?)(?: (?:a|an|the|additional))?(?: (?:buffer|tensor|memory|block|chunk|array|region))?(?: (?:of|for|with))?(?: size)?(?:\s*[=:(]\s*|\s*)(?P<v>0x[0-9a-fA-F]+|{SZU})".replace("{SZU}", SZU));
 grammar!(size_eq, r"(?i)\bsize[ ]?[=:][ ]?(?P<v>\d[\d,]*)\b");
-grammar!(free_sz, r"(?i)(?P<a>{SZ}) (?:is |are )?(?:free|available)\b|(?:free|available)(?: memory)?(?: is| was)?(?: only)?[ =:]{0,3}(?P<b>{SZ})");
-grammar!(total_sz, r"(?i)(?P<a>{SZ}) total\b|\btotal(?: memory| capacity)?(?: of| is)?[ =:]{0,3}(?P<b>{SZ})");
-grammar!(limit_sz, r"(?i)\b(?:limit|max(?:imum)?(?: allowed)?|capacity)(?: of| is| size)?[ =:]{0,3}(?P<b>{SZ})");
-grammar!(alloc_sz, r"(?i)(?P<a>{SZ})(?: memory)? (?:has been|have been|already) allocated|\ballocated[ =:]{1,3}(?P<b>{SZ})");
+grammar!(free_sz, &r"(?i)(?P<a>{SZU}) (?:is |are )?(?:free|available)\b|(?:free|available)(?: memory)?(?: is| was)?(?: only)?(?:\s*[=:]\s*|\s*)(?P<b>{SZU})".replace("{SZU}", SZU));
+grammar!(total_sz, &r"(?i)(?P<a>{SZU}) total\b|\btotal(?: memory| capacity)?(?: of| is)?(?:\s*[=:]\s*|\s*)(?P<b>{SZU})".replace("{SZU}", SZU));
+grammar!(limit_sz, &r"(?i)\b(?:limit|max(?:imum)?(?: allowed)?|capacity)(?: of| is| size)?(?:\s*[=:]\s*|\s*)(?P<b>{SZU})".replace("{SZU}", SZU));
+grammar!(alloc_sz, &r"(?i)(?P<a>{SZU})(?: memory)? (?:has been|have been|already) allocated|\ballocated(?: so far)?\s*[=:]\s*(?P<b>{SZU})".replace("{SZU}", SZU));
 
 // Words that name the platform and the memory space.
 grammar!(w_cuda, r"\bCUDA\b|\bcuda\w*|\bcu(?:Mem|da)[A-Z]\w*|NVIDIA|\bnvidia\b|\bcublas|\bcudnn|CUDAPlace");
@@ -144,7 +143,8 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         let mut end = le;
         if let Some((ns2, ne2)) = next_line(t, le) {
             let next = &t[ns2..ne2];
-            if !next.trim().is_empty() && next.len() < 400 && (requested().is_match(next) || free_sz().is_match(next)) && !prose().is_match(next) {
+            let continues = next.trim_start().starts_with(|c: char| c.is_ascii_digit());
+            if !next.trim().is_empty() && next.len() < 400 && (continues || requested().is_match(next) || free_sz().is_match(next)) && !prose().is_match(next) {
                 end = ne2;
             }
         }
@@ -173,7 +173,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         h.detail("wording", phrase);
         // Merge with a generic hit of the lines just before (one failure, several lines).
         if let Some(prev) = found.last_mut() {
-            if prev.end + 1 >= start || t[prev.end..start].matches('\n').count() <= 2 {
+            if prev.end + 1 >= start || t[prev.end..start].matches('\n').count() <= 4 {
                 prev.end = prev.end.max(end);
                 for (k, p) in h.sizes {
                     if prev.get(k).is_none() {
@@ -220,11 +220,9 @@ fn has_size_word(s: &str) -> bool {
 }
 
 fn sizes(msg: &str, h: &mut Hit) {
-    if let Some(c) = requested().captures(msg) {
-        let v = &c["v"];
-        if v.starts_with("0x") || v.starts_with("0X") || has_unit(v) {
-            h.size(SizeKey::Requested, v);
-        }
+    let req = requested().captures_iter(msg).map(|c| c.name("v").map_or("", |m| m.as_str())).find(|v| v.starts_with("0x") || v.starts_with("0X") || has_unit(v));
+    if let Some(v) = req {
+        h.size(SizeKey::Requested, v);
     }
     if h.get(SizeKey::Requested).is_none() {
         if let Some(c) = size_eq().captures(msg) {
@@ -235,11 +233,11 @@ fn sizes(msg: &str, h: &mut Hit) {
         }
     }
     for (re, key) in [(free_sz(), SizeKey::Free), (total_sz(), SizeKey::Total), (limit_sz(), SizeKey::Limit), (alloc_sz(), SizeKey::Allocated)] {
-        if let Some(c) = re.captures(msg) {
-            if let Some(v) = c.name("a").or(c.name("b")) {
-                if has_unit(v.as_str()) && h.get(key).is_none() {
-                    h.size(key, v.as_str());
-                }
+        // The first occurrence that carries a unit ("GPU 0, available" is not a size).
+        let v = re.captures_iter(msg).filter_map(|c| c.name("a").or(c.name("b"))).find(|v| has_unit(v.as_str()));
+        if let Some(v) = v {
+            if h.get(key).is_none() {
+                h.size(key, v.as_str());
             }
         }
     }
@@ -346,6 +344,16 @@ mod tests {
         assert_eq!(h.get(SizeKey::Requested), oomdoc_units::parse_size("98.000244MB").map(|p| p.bytes));
         assert_eq!(h.get(SizeKey::Allocated), Some(6 << 30));
         assert_eq!(h.get(SizeKey::Free), Some(0));
+    }
+
+    #[test]
+    fn a_size_wrapped_onto_the_next_line() {
+        // PaddlePaddle/Paddle#26892 (the free size wrapped by the reporter's terminal)
+        let h = one("报错信息：Out of memory error on GPU 0. Cannot allocate 1.531250GB memory on GPU 0, available memory is only \n                   416.625000MB.\n\n                   Please check whether there is any other process using GPU 0.").unwrap();
+        assert_eq!(h.get(SizeKey::Requested), oomdoc_units::parse_size("1.531250GB").map(|p| p.bytes));
+        assert_eq!(h.get(SizeKey::Free), oomdoc_units::parse_size("416.625000MB").map(|p| p.bytes));
+        // "GPU 0, available" is not a size.
+        assert_eq!(h.get(SizeKey::Allocated), None);
     }
 
     #[test]
