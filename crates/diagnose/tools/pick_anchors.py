@@ -53,6 +53,10 @@ def reference_text():
     return '\n'.join(parts)
 
 TRIGGERS = []
+args = [a for a in sys.argv[1:] if not a.startswith('--')]
+LIMIT = float(args[0]) if args else 20
+WHOLE = '--whole' in sys.argv
+LIST = '--list' in sys.argv
 
 def rust_list(src, name):
     m = re.search(r'const ' + name + r': &\[&str\] = &\[(.*?)\];', src, re.S)
@@ -80,6 +84,13 @@ def main():
             for i in range(len(t) - n + 1):
                 cands[t[i:i + n]].add(t)
     freq = {c: ref.count(c) / mb for c in cands}
+    # Teddy, the vectorized searcher, finds candidates by an anchor's first three bytes
+    # and verifies the rest, so a common three-byte prefix costs speed even when the
+    # whole anchor is rare: the cost of an anchor is the frequency of its prefix.
+    pre = {}
+    for c in cands:
+        pre.setdefault(c[:3], ref.count(c[:3]) / mb)
+    cost = {c: freq[c] if WHOLE else max(freq[c], pre[c[:3]]) for c in cands}
     uncovered = set(triggers)
     anchors = []
     while uncovered:
@@ -87,11 +98,14 @@ def main():
         # once per 500 lines (20 per MB) is cheap; among those, cover the most triggers,
         # then the rarest and longest (Teddy verifies fewer false fingerprints).
         best = min((c for c in cands if cands[c] & uncovered),
-                   key=lambda c: (freq[c] > 20, -len(cands[c] & uncovered), freq[c], -len(c)))
+                   key=lambda c: (cost[c] > LIMIT, -len(cands[c] & uncovered), cost[c], -len(c)))
         anchors.append(best)
         uncovered -= cands[best]
     for a in sorted(anchors):
-        print(f'{a!r:24} {freq[a]:8.2f}/MB  covers {len(cands[a])}', file=sys.stderr)
+        print(f'{a!r:24} {freq[a]:8.2f}/MB  prefix {pre[a[:3]]:8.2f}/MB  covers {len(cands[a])}', file=sys.stderr)
+    if LIST:
+        print('\n'.join(sorted(anchors)))
+        return
     print('pub const ANCHORS: &[&str] = &[')
     print('    ' + ', '.join(json.dumps(a) for a in sorted(anchors)) + ',')
     print('];')
