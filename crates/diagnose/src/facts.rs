@@ -295,6 +295,42 @@ fn family_facts(f: &Finding, x: &mut Facts) {
             }
         }
     }
+    // Serving engines: fix values the message itself states or implies.
+    let detail_u64 = |k: &str| f.details.get(k).and_then(|v| v.as_u64());
+    let detail_f64 = |k: &str| f.details.get(k).and_then(|v| v.as_f64());
+    if id == "vllm.max-model-len" {
+        // V1 prints the estimate; V0 prints how many tokens the cache holds (the check is max_model_len <= that).
+        if let Some(fit) = detail_u64("estimated_max_model_len").or_else(|| detail_u64("kv_cache_tokens")) {
+            x.var("max_model_len_fit", fit.to_string());
+        }
+        if let Some(len) = detail_u64("max_model_len") {
+            x.var("max_model_len", len.to_string());
+        }
+    }
+    if id == "vllm.sampler-warmup" {
+        if let Some(n) = detail_u64("dummy_requests") {
+            x.var("dummy_requests", n.to_string());
+            x.var("max_num_seqs_fit", (n / 2).max(1).to_string());
+        }
+    }
+    if id == "sglang.mem-fraction-static" {
+        if let Some(v) = detail_f64("mem_fraction_static") {
+            x.var("mem_fraction_static_now", format!("{v}"));
+        }
+        if let Some(v) = detail_f64("mem_fraction_static_min") {
+            // The engine's own floor, rounded up to 0.01 so the value passes its check.
+            x.var("mem_fraction_static_fit", format!("{:.2}", (v * 100.0).ceil() / 100.0));
+        }
+    }
+    if id == "tgi.warmup-oom" {
+        if let Some(n) = detail_u64("prefill_tokens") {
+            x.var("prefill_tokens", n.to_string());
+            x.var("prefill_tokens_fit", (n / 2).max(1).to_string());
+        }
+        if let Some(n) = detail_u64("total_tokens") {
+            x.var("total_tokens", n.to_string());
+        }
+    }
     if id == "tensorflow.oom-tensor" {
         if let Some(sh) = f.details.get("tensor_shape") {
             x.var("tensor_shape", sh.to_string());

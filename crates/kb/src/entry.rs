@@ -332,6 +332,15 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ("alloc_conf_var", "PYTORCH_CUDA_ALLOC_CONF or PYTORCH_HIP_ALLOC_CONF, whichever this platform reads"),
     ("executable", "the XLA program / executable name"),
     ("gpu_memory_utilization_fit", "vLLM: the largest gpu_memory_utilization that free memory allows (free / total, rounded down to 0.01)"),
+    ("max_model_len", "vLLM: the max_model_len the message states"),
+    ("max_model_len_fit", "vLLM: a max_model_len the KV cache can hold, as the message states it (V1 estimate, V0 cache tokens)"),
+    ("dummy_requests", "vLLM: how many dummy requests the sampler/pooler warmup used when it ran out of memory"),
+    ("max_num_seqs_fit", "vLLM: half of dummy_requests, a first max_num_seqs to try (the warmup runs max_num_seqs requests)"),
+    ("mem_fraction_static_now", "SGLang: the mem_fraction_static the message states"),
+    ("mem_fraction_static_fit", "SGLang: the minimum mem_fraction_static the message states, rounded up to 0.01"),
+    ("prefill_tokens", "TGI: the prefill tokens the warmup could not handle"),
+    ("prefill_tokens_fit", "TGI: half of prefill_tokens, a first --max-batch-prefill-tokens to try"),
+    ("total_tokens", "TGI: the total tokens the message states"),
 ];
 
 impl Entry {
