@@ -318,8 +318,12 @@ fn family_facts(f: &Finding, x: &mut Facts) {
             x.var("mem_fraction_static_now", format!("{v}"));
         }
         if let Some(v) = detail_f64("mem_fraction_static_min") {
-            // The engine's own floor, rounded up to 0.01 so the value passes its check.
-            x.var("mem_fraction_static_fit", format!("{:.2}", (v * 100.0).ceil() / 100.0));
+            // The engine's own floor, rounded up to 0.01 so the value passes its check. A floor at
+            // or below the value that failed says the budget moved (another process), not the fraction.
+            let fit = (v * 100.0).ceil() / 100.0;
+            if detail_f64("mem_fraction_static").is_none_or(|now| fit > now) {
+                x.var("mem_fraction_static_fit", format!("{fit:.2}"));
+            }
         }
     }
     if id == "tgi.warmup-oom" {

@@ -53,7 +53,7 @@ grammar!(
 );
 grammar!(
     sglang_fraction,
-    r"Not enough memory\. Please try to increase --mem-fraction-static\.?(?: Current value: mem_fraction_static=(?P<cur>[0-9.]*[0-9]))?"
+    r"Not enough memory\. Please try to increase --mem-fraction-static\.?(?: Current value: (?:self\.server_args\.)?mem_fraction_static=(?P<cur>[0-9.]*[0-9]))?"
 );
 grammar!(
     sglang_weights,
