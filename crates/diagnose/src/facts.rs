@@ -184,8 +184,13 @@ fn family_facts(f: &Finding, x: &mut Facts) {
     let s = &f.sizes;
     let id = f.id.as_str();
     // PyTorch-style allocators: fragmentation and memory held elsewhere.
-    if id.starts_with("pytorch.") {
-        let var = if f.platform == Platform::Rocm { "PYTORCH_HIP_ALLOC_CONF" } else { "PYTORCH_CUDA_ALLOC_CONF" };
+    if id.starts_with("pytorch.") || id == "xpu.out-of-memory" || id == "npu.out-of-memory" {
+        let var = match f.platform {
+            Platform::Rocm => "PYTORCH_HIP_ALLOC_CONF",
+            Platform::Npu => "PYTORCH_NPU_ALLOC_CONF",
+            Platform::Xpu => "PYTORCH_XPU_ALLOC_CONF",
+            _ => "PYTORCH_CUDA_ALLOC_CONF",
+        };
         x.var("alloc_conf_var", var);
         let cached_free = s.reserved_unallocated.or_else(|| s.reserved.zip(s.allocated).map(|(r, a)| r.saturating_sub(a)));
         if let (Some(cf), Some(req)) = (cached_free, s.requested) {
@@ -324,6 +329,12 @@ fn family_facts(f: &Finding, x: &mut Facts) {
             if detail_f64("mem_fraction_static").is_none_or(|now| fit > now) {
                 x.var("mem_fraction_static_fit", format!("{fit:.2}"));
             }
+        }
+    }
+    if id == "sglang.req-slots" {
+        if let (Some(free), Some(need)) = (detail_u64("available_req_slots"), detail_u64("num_reqs")) {
+            x.var("req_slots_free", free.to_string());
+            x.var("req_slots_needed", need.to_string());
         }
     }
     if id == "tgi.warmup-oom" {

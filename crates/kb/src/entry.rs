@@ -285,6 +285,7 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("program_load", "the failure happened loading a program (E0101)"),
     ("rocm", "the device is AMD (HIP/ROCm)"),
     ("limit_is_default", "the reported limit equals a known default (16 MiB / 32 MiB scoped VMEM)"),
+    ("block_size_limit", "one allocation exceeds a per-allocation maximum of the platform (Metal maxBufferLength, IPEX's 4 GB block), however much memory is free"),
     ("request_fits_after_fix", "the computed fix (e.g. vmem_limit_bytes) stays within the chip's physical capacity"),
 ];
 
@@ -341,6 +342,8 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ("prefill_tokens", "TGI: the prefill tokens the warmup could not handle"),
     ("prefill_tokens_fit", "TGI: half of prefill_tokens, a first --max-batch-prefill-tokens to try"),
     ("total_tokens", "TGI: the total tokens the message states"),
+    ("req_slots_free", "SGLang: free request slots the message states (req_to_token_pool.available_size())"),
+    ("req_slots_needed", "SGLang: request slots the batch needed (num_reqs)"),
 ];
 
 impl Entry {

@@ -149,7 +149,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                     h.bytes(k, b, format!("{} bytes", &c[g]));
                 }
             }
-            h.flag("request_exceeds_capacity");
+            h.flag("request_exceeds_capacity").flag("block_size_limit");
             hits.push(h);
         }
     }
@@ -202,7 +202,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             if let Some(d) = c.name("dev") {
                 h.culprit.device = Some(format!("GPU {}", d.as_str()));
             }
-            h.flag("request_exceeds_capacity").flag("framework_pytorch");
+            h.flag("block_size_limit").flag("framework_pytorch");
             h.detail("xpu_4gb_block_limit", true);
             h.priority = 3;
             hits.push(h);

@@ -36,6 +36,8 @@ pub const TRIGGERS: &[&str] = &[
     "increase --mem-fraction-static",
     "leave no GPU memory for the KV cache",
     "Not enough memory to handle",
+    "alloc_req_slots runs out of memory",
+    "is larger than the profiled value -",
 ];
 
 grammar!(vllm_blocks, r"No available memory for the cache blocks");
@@ -60,11 +62,42 @@ grammar!(
     r"Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=(?P<cur>[0-9.]*[0-9])\.?(?: Raise --mem-fraction-static above (?P<fit>[0-9.]*[0-9]))?"
 );
 grammar!(
+    sglang_req_slots,
+    r"alloc_req_slots runs out of memory\.(?: Please set a smaller number for `?--max-running-requests`?\.?)?(?: (?:self\.)?req_to_token_pool\.available_size\(\)=(?P<avail>\d+))?(?:, num_reqs=(?P<n>\d+))?"
+);
+grammar!(sglang_profiled, r"max_total_tokens=(?P<want>\d+) is larger than the profiled value (?P<prof>-\d+)\.?");
+grammar!(
     tgi_prefill,
     r"Not enough memory to handle (?:(?P<total>\d+) total tokens with )?(?P<n>\d+) prefill tokens|Not enough memory to handle `max_total_tokens=(?P<mtt>\d+)`"
 );
 
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
+    let first = hits.len();
+    recognize_engines(t, hits);
+    // The engines run on several platforms and print the same sentences on each; take the
+    // platform from unambiguous markers in the same block when there are any.
+    if let Some(p) = platform_hint(t) {
+        for h in hits[first..].iter_mut().filter(|h| h.platform == Some(Platform::Cuda)) {
+            h.platform = Some(p);
+        }
+    }
+}
+
+/// ROCm, Ascend or Intel markers in a serving engine's log block.
+fn platform_hint(t: &str) -> Option<Platform> {
+    const ROCM: &[&str] = &["ROCm", "rocm", "hipError", "HIP error", "torch.version.hip"];
+    const NPU: &[&str] = &["torch_npu", "vllm_ascend", "vllm-ascend", "Ascend", "CANN"];
+    const XPU: &[&str] = &["torch.xpu", "XPU out of memory", "level_zero", "intel_extension_for_pytorch"];
+    let any = |list: &[&str]| list.iter().any(|m| has(t, m));
+    match (any(ROCM), any(NPU), any(XPU)) {
+        (true, false, false) => Some(Platform::Rocm),
+        (false, true, false) => Some(Platform::Npu),
+        (false, false, true) => Some(Platform::Xpu),
+        _ => None,
+    }
+}
+
+fn recognize_engines(t: &str, hits: &mut Vec<Hit>) {
     if has(t, "cache blocks") {
         for m in vllm_blocks().find_iter(t) {
             let mut h = serving_hit("vllm.no-cache-blocks", m.start(), m.end());
@@ -176,6 +209,33 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             if let Some(v) = c.name("fit") {
                 h.detail("mem_fraction_static_min", v.as_str().parse::<f64>().ok());
             }
+            hits.push(h);
+        }
+    }
+    if has(t, "alloc_req_slots runs out of memory") {
+        for c in sglang_req_slots().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = serving_hit("sglang.req-slots", m.start(), m.end());
+            h.phase = Some(Phase::Runtime);
+            if let Some(v) = c.name("avail") {
+                h.detail("available_req_slots", v.as_str().parse::<u64>().ok());
+            }
+            if let Some(v) = c.name("n") {
+                h.detail("num_reqs", v.as_str().parse::<u64>().ok());
+            }
+            hits.push(h);
+        }
+    }
+    if has(t, "is larger than the profiled value -") {
+        // The KV pool was profiled at a negative number of tokens: the start-up check that
+        // prints "Not enough memory. Please try to increase --mem-fraction-static" follows.
+        for c in sglang_profiled().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = serving_hit("sglang.mem-fraction-static", m.start(), m.end());
+            h.detail("profiled_max_total_num_tokens", c["prof"].parse::<i64>().ok());
+            h.detail("max_total_tokens", c["want"].parse::<u64>().ok());
+            h.confidence = crate::finding::Confidence::Likely;
+            h.priority = 30;
             hits.push(h);
         }
     }
