@@ -45,6 +45,8 @@ pub const TRIGGERS: &[&str] = &[
     "_OUT_OF_HOST_MEMORY",
     "EL0004",
     "FAIL_TO_ALLOCATE_MEMORY",
+    // Keeps CANN's traceback line with the request size in the EL0004 block.
+    "Failed to allocate resource[DeviceMemory]",
 ];
 
 grammar!(
@@ -77,6 +79,7 @@ grammar!(
     level_zero,
     r"(?:level_zero backend failed with error: (?P<num>\d+) \()?(?P<code>(?:ZE|UR|PI)_RESULT_ERROR_OUT_OF_(?P<where>DEVICE|HOST)_MEMORY)\)?"
 );
+grammar!(cann_size, r"Failed to allocate resource\[DeviceMemory\] with info \[size:(?P<req>\d+)\]");
 grammar!(
     cann,
     r"(?:Memory_Allocation_Failure\(EL0004\)|EL0004)(?::)?[^\n]{0,120}?Failed to allocate memory\.?|FAIL_TO_ALLOCATE_MEMORY"
@@ -226,6 +229,15 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         for m in cann().find_iter(t) {
             let mut h = device_hit("npu.out-of-memory", m.start(), m.end(), Platform::Npu);
             h.detail("cann_error", "EL0004 (memory allocation failure)");
+            // The runtime's traceback that follows may state the request.
+            let tail = super::window(t, m.end(), 1500);
+            let tail = &tail[..tail.find("EL0004").unwrap_or(tail.len())];
+            if let Some(c) = cann_size().captures(tail) {
+                if let Ok(b) = c["req"].parse::<u64>() {
+                    h.bytes(SizeKey::Requested, b, format!("size:{b}"));
+                    h.end = m.end() + c.get(0).unwrap().end();
+                }
+            }
             hits.push(h);
         }
     }
