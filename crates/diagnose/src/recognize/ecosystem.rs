@@ -77,7 +77,7 @@ grammar!(
 );
 grammar!(
     level_zero,
-    r"(?:level_zero backend failed with error: (?P<num>\d+) \()?(?P<code>(?:ZE|UR|PI)_RESULT_ERROR_OUT_OF_(?P<where>DEVICE|HOST)_MEMORY)\)?"
+    r"(?:level_zero backend failed with error: (?P<num>\d+) \()?(?P<code>(?:ZE|UR)_RESULT_ERROR_OUT_OF_(?P<where>DEVICE|HOST)_MEMORY)\)?"
 );
 grammar!(cann_size, r"Failed to allocate resource\[DeviceMemory\] with info \[size:(?P<req>\d+)\]");
 grammar!(

@@ -102,10 +102,8 @@ fn recognize_engines(t: &str, hits: &mut Vec<Hit>) {
         for m in vllm_blocks().find_iter(t) {
             let mut h = serving_hit("vllm.no-cache-blocks", m.start(), m.end());
             h.flag("framework_vllm");
-            if let Some(e) = t[m.end()..].find("initializing the engine.") {
-                if e < 200 {
-                    h.end = m.end() + e + "initializing the engine.".len();
-                }
+            if let Some(e) = super::window(t, m.end(), 240).find("initializing the engine.") {
+                h.end = m.end() + e + "initializing the engine.".len();
             }
             hits.push(h);
         }
@@ -175,10 +173,8 @@ fn recognize_engines(t: &str, hits: &mut Vec<Hit>) {
             if let Some(task) = c.name("task") {
                 h.detail("task", task.as_str().to_string());
             }
-            if let Some(e) = t[m.end()..].find("initializing the engine.") {
-                if e < 200 {
-                    h.end = m.end() + e + "initializing the engine.".len();
-                }
+            if let Some(e) = super::window(t, m.end(), 240).find("initializing the engine.") {
+                h.end = m.end() + e + "initializing the engine.".len();
             }
             hits.push(h);
         }
