@@ -34,19 +34,30 @@ pub fn frameworks(t: &str) -> Vec<&'static str> {
     out
 }
 
+/// How far around a message these look (bytes): a line longer than this (a paste joined
+/// into one line) is read only this far, so each finding costs the same whatever the block.
+const NEAR: usize = 2000;
+
+/// Start of the line holding `at`, or `NEAR` bytes back when the line is longer.
+fn line_start_near(t: &str, at: usize) -> usize {
+    let before = crate::recognize::window_before(t, at, NEAR);
+    at - before.len() + before.rfind('\n').map_or(0, |i| i + 1)
+}
+
 /// The exception class that carries the message: the first one on the message's line,
 /// else on the line before it.
 pub fn exception_near(t: &str, at: usize) -> Option<String> {
-    let line_start = t[..at].rfind('\n').map_or(0, |i| i + 1);
-    let line_end = t[at..].find('\n').map_or(t.len(), |i| at + i);
+    let line_start = line_start_near(t, at);
+    let line_end = at + crate::recognize::window(t, at, NEAR).find('\n').unwrap_or(crate::recognize::window(t, at, NEAR).len());
     let line = &t[line_start..line_end];
     if let Some(c) = exception().captures(line) {
         if c.get(0).unwrap().start() <= at - line_start + 1 {
             return Some(c["e"].to_string());
         }
     }
-    if line_start > 0 {
-        let prev_start = t[..line_start - 1].rfind('\n').map_or(0, |i| i + 1);
+    // The line before (only when the line really starts there, not at the NEAR cut).
+    if line_start > 0 && t.as_bytes()[line_start - 1] == b'\n' {
+        let prev_start = line_start_near(t, line_start - 1);
         let prev = &t[prev_start..line_start - 1];
         if let Some(c) = exception().captures_iter(prev).last() {
             return Some(c["e"].to_string());
@@ -57,7 +68,7 @@ pub fn exception_near(t: &str, at: usize) -> Option<String> {
 
 /// The absl status code printed before the message on its line.
 pub fn status_near(t: &str, at: usize) -> Option<String> {
-    let line_start = t[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line_start = line_start_near(t, at);
     let seg = crate::recognize::window(t, line_start, at - line_start + 40);
     status().captures_iter(seg).last().map(|c| {
         let s = &c["s"];

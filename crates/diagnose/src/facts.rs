@@ -198,8 +198,13 @@ fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
     let s = &f.sizes;
     let id = f.id.as_str();
     // PyTorch-style allocators: fragmentation and memory held elsewhere.
-    if id.starts_with("pytorch.") {
-        let var = if f.platform == Platform::Rocm { "PYTORCH_HIP_ALLOC_CONF" } else { "PYTORCH_CUDA_ALLOC_CONF" };
+    if id.starts_with("pytorch.") || id == "xpu.out-of-memory" || id == "npu.out-of-memory" {
+        let var = match f.platform {
+            Platform::Rocm => "PYTORCH_HIP_ALLOC_CONF",
+            Platform::Npu => "PYTORCH_NPU_ALLOC_CONF",
+            Platform::Xpu => "PYTORCH_XPU_ALLOC_CONF",
+            _ => "PYTORCH_CUDA_ALLOC_CONF",
+        };
         x.var("alloc_conf_var", var);
         let cached_free = s.reserved_unallocated.or_else(|| s.reserved.zip(s.allocated).map(|(r, a)| r.saturating_sub(a)));
         if let (Some(cf), Some(req)) = (cached_free, s.requested) {
@@ -330,6 +335,52 @@ fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
         let floor = stated.unwrap_or(0.92);
         if let Some(next) = [0.95, 0.97, 0.98].into_iter().find(|c| *c > floor + 1e-9) {
             x.var("gpu_memory_utilization_raise", format!("{next:.2}"));
+        }
+    }
+    // Serving engines: fix values the message itself states or implies.
+    let detail_u64 = |k: &str| f.details.get(k).and_then(|v| v.as_u64());
+    let detail_f64 = |k: &str| f.details.get(k).and_then(|v| v.as_f64());
+    if id == "vllm.max-model-len" {
+        // V1 prints the estimate; V0 prints how many tokens the cache holds (the check is max_model_len <= that).
+        if let Some(fit) = detail_u64("estimated_max_model_len").or_else(|| detail_u64("kv_cache_tokens")) {
+            x.var("max_model_len_fit", fit.to_string());
+        }
+        if let Some(len) = detail_u64("max_model_len") {
+            x.var("max_model_len", len.to_string());
+        }
+    }
+    if id == "vllm.sampler-warmup" {
+        if let Some(n) = detail_u64("dummy_requests") {
+            x.var("dummy_requests", n.to_string());
+            x.var("max_num_seqs_fit", (n / 2).max(1).to_string());
+        }
+    }
+    if id == "sglang.mem-fraction-static" {
+        if let Some(v) = detail_f64("mem_fraction_static") {
+            x.var("mem_fraction_static_now", format!("{v}"));
+        }
+        if let Some(v) = detail_f64("mem_fraction_static_min") {
+            // The engine's own floor, rounded up to 0.01 so the value passes its check. A floor at
+            // or below the value that failed says the budget moved (another process), not the fraction.
+            let fit = (v * 100.0).ceil() / 100.0;
+            if detail_f64("mem_fraction_static").is_none_or(|now| fit > now) {
+                x.var("mem_fraction_static_fit", format!("{fit:.2}"));
+            }
+        }
+    }
+    if id == "sglang.req-slots" {
+        if let (Some(free), Some(need)) = (detail_u64("available_req_slots"), detail_u64("num_reqs")) {
+            x.var("req_slots_free", free.to_string());
+            x.var("req_slots_needed", need.to_string());
+        }
+    }
+    if id == "tgi.warmup-oom" {
+        if let Some(n) = detail_u64("prefill_tokens") {
+            x.var("prefill_tokens", n.to_string());
+            x.var("prefill_tokens_fit", (n / 2).max(1).to_string());
+        }
+        if let Some(n) = detail_u64("total_tokens") {
+            x.var("total_tokens", n.to_string());
         }
     }
     if id == "tensorflow.oom-tensor" {

@@ -243,9 +243,12 @@ fn build(hit: &Hit, flat: &normalize::Flat) -> Finding {
 
 /// The message text, at most 6 lines and 1200 characters.
 fn excerpt(t: &str, start: usize, end: usize) -> String {
-    let line_start = t[..start].rfind('\n').map_or(0, |i| i + 1);
+    // Bounded both ways: a block pasted as one long line must not cost its length per finding.
+    let before = recognize::window_before(t, start, 2000);
+    let line_start = start - before.len() + before.rfind('\n').map_or(0, |i| i + 1);
     let end = end.max(start).min(t.len());
-    let line_end = t[end..].find('\n').map_or(t.len(), |i| end + i);
+    let after = recognize::window(t, end, 2000);
+    let line_end = end + after.find('\n').unwrap_or(after.len());
     let s = &t[line_start..line_end];
     let mut out: String = s.lines().take(6).collect::<Vec<_>>().join("\n");
     if out.chars().count() > 1200 {

@@ -38,7 +38,7 @@ fn contract_key(f: &Finding, k: SizeKey) -> SizeKey {
     match (f.id.as_str(), k) {
         ("tpu.scoped-vmem", SizeKey::Requested) | ("tpu.hbm-compile", SizeKey::Requested) => SizeKey::Used,
         ("xla.remat-warning", SizeKey::Requested) => SizeKey::Used,
-        ("vllm.no-cache-blocks", SizeKey::Free) => SizeKey::Limit,
+        ("vllm.no-cache-blocks", SizeKey::Free) | ("vllm.max-model-len", SizeKey::Free) => SizeKey::Limit,
         _ => k,
     }
 }

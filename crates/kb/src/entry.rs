@@ -297,6 +297,7 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("program_load", "the failure happened loading a program (E0101)"),
     ("rocm", "the device is AMD (HIP/ROCm)"),
     ("limit_is_default", "the reported limit equals a known default (16 MiB / 32 MiB scoped VMEM)"),
+    ("block_size_limit", "one allocation exceeds a per-allocation maximum of the platform (Metal maxBufferLength, IPEX's 4 GB block), however much memory is free"),
     ("request_fits_after_fix", "the computed fix (e.g. vmem_limit_bytes) stays within the chip's physical capacity"),
 ];
 
@@ -346,6 +347,17 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ("gpu_memory_utilization_set", "vLLM: the gpu_memory_utilization value the log shows in use"),
     ("gpu_memory_utilization_raise", "vLLM: a gpu_memory_utilization above the value in use (or above both defaults, 0.9 and 0.92, when the log does not show it)"),
     ("gpu_memory_utilization_fit", "vLLM: the largest gpu_memory_utilization that free memory allows (free / total, rounded down to 0.01)"),
+    ("max_model_len", "vLLM: the max_model_len the message states"),
+    ("max_model_len_fit", "vLLM: a max_model_len the KV cache can hold, as the message states it (V1 estimate, V0 cache tokens)"),
+    ("dummy_requests", "vLLM: how many dummy requests the sampler/pooler warmup used when it ran out of memory"),
+    ("max_num_seqs_fit", "vLLM: half of dummy_requests, a first max_num_seqs to try (the warmup runs max_num_seqs requests)"),
+    ("mem_fraction_static_now", "SGLang: the mem_fraction_static the message states"),
+    ("mem_fraction_static_fit", "SGLang: the minimum mem_fraction_static the message states, rounded up to 0.01"),
+    ("prefill_tokens", "TGI: the prefill tokens the warmup could not handle"),
+    ("prefill_tokens_fit", "TGI: half of prefill_tokens, a first --max-batch-prefill-tokens to try"),
+    ("total_tokens", "TGI: the total tokens the message states"),
+    ("req_slots_free", "SGLang: free request slots the message states (req_to_token_pool.available_size())"),
+    ("req_slots_needed", "SGLang: request slots the batch needed (num_reqs)"),
 ];
 
 impl Entry {

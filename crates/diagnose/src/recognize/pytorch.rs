@@ -13,7 +13,7 @@ grammar!(anchor, r"(?:(?P<dev>CUDA|HIP|XPU|MTIA|NPU) out of memory\.\s*|out of m
 grammar!(paren_fragment, r"\(GPU (?P<i>\d+); (?P<total>{SZ}) total capacity; (?P<alloc>{SZ}) already allocated; (?P<free>{SZ}) free;(?: (?P<allowed>{SZ}) allowed;)? (?:(?P<res>{SZ}) reserved in total by PyTorch|(?P<cached>{SZ}) cached)\)");
 grammar!(exceed_allowed, r"Allocation on device (?P<i>\d+) would exceed allowed memory");
 grammar!(cuda_error2, r"(?i)cuda\w*(?: \w+){0,3} (?:failed )?with error 2 out of memory");
-grammar!(gpu_index, r"\(GPU (?P<i>\d+);|GPU (?P<j>\d+) has a total capac");
+grammar!(gpu_index, r"\((?P<w>GPU|NPU) (?P<i>\d+);|GPU (?P<j>\d+) has a total capac");
 grammar!(total, r"(?P<v>{SZ}) total capacity|total capac(?:i)?ty of\s+(?P<w>{SZ})");
 grammar!(allocated, r"(?P<v>{SZ}) already allocated|Of the allocated memory\s+(?P<w>{SZ})\s+is allocated by PyTorch");
 grammar!(free, r"(?P<v>{SZ}) free[;)]|of which\s+(?P<w>{SZ})\s+is free");
@@ -197,6 +197,9 @@ fn allocator(t: &str, hits: &mut Vec<Hit>) {
         let (id, platform) = match dev {
             "HIP" => ("pytorch.hip-oom", Platform::Rocm),
             "CUDA" => ("pytorch.cuda-oom", Platform::Cuda),
+            // Intel GPUs (PyTorch XPU, IPEX) and Ascend NPUs (torch_npu) have their own fixes.
+            "XPU" => ("xpu.out-of-memory", Platform::Xpu),
+            "NPU" => ("npu.out-of-memory", Platform::Npu),
             _ => ("pytorch.cuda-oom", Platform::Other),
         };
         // The message's start: include the exception class written before it.
@@ -249,7 +252,7 @@ fn allocator(t: &str, hits: &mut Vec<Hit>) {
         }
         if let Some(g) = gpu_index().captures(body) {
             let idx = g.name("i").or(g.name("j")).map(|x| x.as_str()).unwrap_or("?");
-            h.culprit.device = Some(format!("GPU {idx}"));
+            h.culprit.device = Some(format!("{} {idx}", g.name("w").map_or("GPU", |w| w.as_str())));
         }
         if body.contains("total capacity;") || body.contains(" cached)") {
             h.flag("legacy_message");
@@ -258,7 +261,7 @@ fn allocator(t: &str, hits: &mut Vec<Hit>) {
             h.detail("cached_label", true);
         }
         // The hint sentence names the allocator-config variable this build reads.
-        for var in ["PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", "PYTORCH_ALLOC_CONF"] {
+        for var in ["PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", "PYTORCH_NPU_ALLOC_CONF", "PYTORCH_XPU_ALLOC_CONF", "PYTORCH_ALLOC_CONF"] {
             if body.contains(var) {
                 h.detail("hint_env_var", var);
                 break;

@@ -102,7 +102,7 @@ pub fn demangle_hint(name: &str) -> String {
     let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
     let Ok(len) = digits.parse::<usize>() else { return name.to_string() };
     let after = &rest[digits.len()..];
-    if after.len() < len {
+    if after.len() < len || !after.is_char_boundary(len) {
         return name.to_string();
     }
     let base = &after[..len];
