@@ -286,6 +286,8 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("rocm", "the device is AMD (HIP/ROCm)"),
     ("limit_is_default", "the reported limit equals a known default (16 MiB / 32 MiB scoped VMEM)"),
     ("request_fits_after_fix", "the computed fix (e.g. vmem_limit_bytes) stays within the chip's physical capacity"),
+    ("arena_limit", "ONNX Runtime's arena reported the memory left under its own limit (\"Available memory of X\")"),
+    ("tactic_skipped", "TensorRT skipped a tactic for lack of memory and went on building (not fatal by itself)"),
 ];
 
 /// Placeholders the diagnose engine can fill. `_h` variants are human-readable (`18.00 MiB`).
