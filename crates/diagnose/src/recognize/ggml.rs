@@ -29,6 +29,7 @@ pub const TRIGGERS: &[&str] = &[
     "Bytes of memory on device",
     "model requires more system memory",
     "of pinned memory",
+    "current device:",
 ];
 
 grammar!(cuda_malloc, r"(?P<func>ggml_backend_\w+?_buffer_type_alloc_buffer): allocating (?P<mib>[0-9]+(?:\.[0-9]+)? MiB) on device (?P<dev>\d+): (?P<api>cudaMalloc|hipMalloc|musaMalloc) failed: out of memory");
@@ -39,6 +40,10 @@ grammar!(metal_cmd, r"(?:ggml_metal_\w+: (?:error: )?command buffer \d+ failed w
 grammar!(vulkan, r"(?:ggml_vulkan: Device memory allocation of size (?P<n>[0-9]+) failed\.?\s+)?(?:ggml_vulkan: )?vk::Device::allocateMemory: ErrorOutOfDeviceMemory|ggml_vulkan: Device memory allocation of size (?P<m>[0-9]+) failed");
 grammar!(sycl, r"can't allocate (?P<n>[0-9]+) Bytes of memory on device");
 grammar!(pinned, r"(?P<func>ggml_\w+_host_malloc): failed to allocate (?P<mib>[0-9]+(?:[.,][0-9]+)? MiB) of pinned memory: out of memory");
+// Older/other ggml CUDA error reports: `CUDA error: out of memory\n  current device: 0, in function F at FILE:LINE`
+// (`ggml_cuda_error`), and before 2024 `CUDA error 2 at ggml-cuda.cu:LINE: out of memory`.
+grammar!(cuda_error_fn, r"(?:CUDA|ROCm|HIP|MUSA) error: out of memory\s+current device: (?P<dev>\d+), in function (?P<func>\w+) at (?P<loc>[^\s]+)");
+grammar!(cuda_error_old, r"CUDA error 2 at (?P<loc>[^\s]*ggml-cuda\.cu:\d+): out of memory");
 grammar!(ollama_sys, r"model requires more system memory \((?P<req>{SZ})\) than is available \((?P<free>{SZ})\)");
 
 /// Platform and memory space from a ggml buffer-type name (`CUDA0`, `ROCm1`, `Metal`, `Vulkan0`, `SYCL0`, `CPU`, `CUDA_Host`).
@@ -95,6 +100,25 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                     h.end = end;
                 }
             }
+            hits.push(h);
+        }
+    }
+    if has(t, "current device:") || has(t, "ggml-cuda.cu") {
+        for c in cuda_error_fn().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let platform = if m.as_str().starts_with("ROCm") || m.as_str().starts_with("HIP") { Platform::Rocm } else { Platform::Cuda };
+            let mut h = base("ggml.buffer-alloc", m.start(), m.end(), platform, "device", 8);
+            h.phase = Some(Phase::Runtime);
+            h.culprit.device = Some(format!("device {}", &c["dev"]));
+            h.culprit.op = Some(c["func"].to_string());
+            h.detail("location", c["loc"].rsplit(['/', '\\']).next().unwrap_or("").to_string());
+            hits.push(h);
+        }
+        for c in cuda_error_old().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = base("ggml.buffer-alloc", m.start(), m.end(), Platform::Cuda, "device", 8);
+            h.phase = Some(Phase::Runtime);
+            h.detail("location", c["loc"].rsplit(['/', '\\']).next().unwrap_or("").to_string());
             hits.push(h);
         }
     }

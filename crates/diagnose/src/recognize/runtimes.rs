@@ -24,7 +24,7 @@ use oomdoc_kb::{Phase, Platform};
 pub const TRIGGERS: &[&str] = &[
     "Failed to allocate memory for requested buffer",
     "is smaller than requested bytes",
-    "could not be allocated. There may not be enough",
+    "bytes) could not be allocated",
     "Error Code 2: ",
     "Error code 2: ",
     "user allocator error allocating",
@@ -33,7 +33,7 @@ pub const TRIGGERS: &[&str] = &[
 
 grammar!(ort_arena, r"(?:(?:onnxruntime::)?BFCArena::AllocateRawInternal(?:\([^)\n]*\))? )?(?:Failed to allocate memory for requested buffer of size (?P<req>[0-9]+)|Available memory of (?P<avail>[0-9]+) is smaller than requested bytes of (?P<req2>[0-9]+))");
 grammar!(ort_cuda, r"CUDA failure 2: out of memory ; GPU=(?P<gpu>-?\d+)");
-grammar!(trt_requested, r"Requested amount of (?:GPU )?memory \((?P<n>[0-9]+) bytes\) could not be allocated\. There may not be enough free memory for allocation to succeed\.");
+grammar!(trt_requested, r"Requested amount of (?:GPU )?memory \((?P<n>[0-9]+) bytes\) could not be allocated");
 grammar!(trt_cuda_alloc, r"Cuda Error in (?:[\w:]+::)?allocate: 2 \(out of memory\)");
 grammar!(trt_code2, r"(?i:Error Code) 2: (?:OutOfMemory|out of Memory)(?: \((?:Requested size was (?P<n>[0-9]+) bytes\.?|[^)\n]{0,80})\))?");
 grammar!(trt_code1, r"(?i:Error Code) 1: (?i:Cuda Runtime) \(out of memory\)");
@@ -98,6 +98,11 @@ fn onnxruntime(t: &str, hits: &mut Vec<Hit>) {
     if has(t, "CUDA failure 2: out of memory") {
         for c in ort_cuda().captures_iter(t) {
             let m = c.get(0).unwrap();
+            // CNTK printed the same format; ONNX Runtime's lines name it (CudaCall, source paths).
+            let line = format!("{}{}", window_before(t, m.start(), 600), window(t, m.end(), 600));
+            if !line.contains("onnxruntime") {
+                continue;
+            }
             // Sizeless: a weak duplicate next to the arena's own message.
             let mut h = cuda_hit("onnxruntime.arena-alloc", m.start(), m.end(), 30);
             h.culprit.device = Some(format!("GPU {}", &c["gpu"]));
