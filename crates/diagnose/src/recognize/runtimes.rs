@@ -89,6 +89,7 @@ fn onnxruntime(t: &str, hits: &mut Vec<Hit>) {
             } else if cpu && !gpu {
                 h.platform = Some(Platform::Cpu);
                 h.space("host");
+                h.flag("host_arena");
             } else {
                 h.platform = Some(Platform::Other);
             }
