@@ -29,6 +29,8 @@ pub const TRIGGERS: &[&str] = &[
     "Error code 2: ",
     "user allocator error allocating",
     "Failed to CUDA calloc",
+    "Not enough memory left",
+    "wgpu error: Out of Memory",
 ];
 
 grammar!(ort_arena, r"(?:(?:onnxruntime::)?BFCArena::AllocateRawInternal(?:\([^)\n]*\))? )?(?:Failed to allocate memory for requested buffer of size (?P<req>[0-9]+)|Available memory of (?P<avail>[0-9]+) is smaller than requested bytes of (?P<req2>[0-9]+))");
@@ -41,6 +43,9 @@ grammar!(trt_user_alloc, r"user allocator error allocating (?P<n>[0-9]+)-byte bu
 grammar!(nccl_cuda, r"(?:NCCL WARN )?Cuda failure (?:2 )?'out of memory'");
 grammar!(nccl_calloc, r"Failed to CUDA (?:calloc|malloc|host alloc) (?P<n>[0-9]+) bytes");
 grammar!(nccl_cumem, r"Call to (?P<call>cuMem\w+|cudaMalloc\w*|cudaHostAlloc) failed(?: with error|:)? (?:CUDA_ERROR_OUT_OF_MEMORY|'?out of memory'?)");
+// wgpu-core: a HAL `DeviceError::OutOfMemory` surfaces as "Not enough memory left" under the failing
+// call ("In Device::create_buffer"); newer releases raise "wgpu error: Out of Memory".
+grammar!(wgpu_oom, r"(?:wgpu error: Validation Error\s+Caused by:\s+In (?P<call>[A-Za-z]+::\w+)(?:\s+note: label = `(?P<label>[^`\n]*)`)?\s+)?Not enough memory left\.?|wgpu error: Out of Memory");
 grammar!(cudarc, r#"DriverError\(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"\)"#);
 
 fn cuda_hit(id: &'static str, start: usize, end: usize, priority: u8) -> Hit {
@@ -56,6 +61,23 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     onnxruntime(t, hits);
     tensorrt(t, hits);
     nccl(t, hits);
+    if has(t, "Not enough memory left") || has(t, "wgpu error: Out of Memory") {
+        for c in wgpu_oom().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("wgpu.out-of-memory", m.start(), m.end());
+            h.platform = Some(Platform::Other);
+            h.phase = Some(Phase::Runtime);
+            h.space("device");
+            h.priority = 9;
+            if let Some(call) = c.name("call") {
+                h.culprit.op = Some(call.as_str().to_string());
+            }
+            if let Some(l) = c.name("label") {
+                h.detail("label", l.as_str());
+            }
+            hits.push(h);
+        }
+    }
     if has(t, "DriverError(CUDA_ERROR_OUT_OF_MEMORY") {
         for m in cudarc().find_iter(t) {
             let mut h = cuda_hit("cudarc.driver-oom", m.start(), m.end(), 9);
