@@ -44,6 +44,8 @@ grammar!(pinned, r"(?P<func>ggml_\w+_host_malloc): failed to allocate (?P<mib>[0
 // (`ggml_cuda_error`), and before 2024 `CUDA error 2 at ggml-cuda.cu:LINE: out of memory`.
 grammar!(cuda_error_fn, r"(?:CUDA|ROCm|HIP|MUSA) error: out of memory\s+current device: (?P<dev>\d+), in function (?P<func>\w+) at (?P<loc>[^\s]+)");
 grammar!(cuda_error_old, r"CUDA error 2 at (?P<loc>[^\s]*ggml-cuda\.cu:\d+): out of memory");
+// Ollama reports the runner's last error line: `llama runner process has terminated: CUDA error: out of memory`.
+grammar!(runner_oom, r"(?:llama runner|llama-server) process has terminated: (?:exit status \S+: )?(?P<dev>CUDA|ROCm|HIP|cudaMalloc failed:) (?:error: )?out of memory");
 grammar!(ollama_sys, r"model requires more system memory \((?P<req>{SZ})\) than is available \((?P<free>{SZ})\)");
 
 /// Platform and memory space from a ggml buffer-type name (`CUDA0`, `ROCm1`, `Metal`, `Vulkan0`, `SYCL0`, `CPU`, `CUDA_Host`).
@@ -187,6 +189,18 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             let mut h = base("ggml.buffer-alloc", m.start(), m.end(), Platform::Cuda, "host", 10);
             h.size(SizeKey::Requested, &c["mib"].replace(',', "."));
             h.detail("function", &c["func"]);
+            hits.push(h);
+        }
+    }
+    if has(t, "process has terminated") {
+        for c in runner_oom().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let platform = match &c["dev"] {
+                "ROCm" | "HIP" => Platform::Rocm,
+                _ => Platform::Cuda,
+            };
+            let mut h = base("ggml.buffer-alloc", m.start(), m.end(), platform, "device", 8);
+            h.detail("reported_by", "ollama");
             hits.push(h);
         }
     }
