@@ -287,6 +287,7 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("limit_is_default", "the reported limit equals a known default (16 MiB / 32 MiB scoped VMEM)"),
     ("request_fits_after_fix", "the computed fix (e.g. vmem_limit_bytes) stays within the chip's physical capacity"),
     ("arena_limit", "ONNX Runtime's arena reported the memory left under its own limit (\"Available memory of X\")"),
+    ("device_buffer_limit", "ggml's Vulkan backend refused one buffer larger than the device's largest single allocation"),
     ("host_arena", "the failing ONNX Runtime arena is the CPU (host) arena"),
     ("tactic_skipped", "TensorRT skipped a tactic for lack of memory and went on building (not fatal by itself)"),
 ];

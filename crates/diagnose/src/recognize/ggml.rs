@@ -14,7 +14,7 @@
 //! * `ggml/src/ggml-sycl/ggml-sycl.cpp`: `can't allocate %lu Bytes of memory on device`.
 //! * Ollama `llm/server.go`: `model requires more system memory (%s) than is available (%s)`.
 
-use super::{has, window, Hit};
+use super::{has, window, window_before, Hit};
 use crate::finding::SizeKey;
 use crate::grammar;
 use oomdoc_kb::{Phase, Platform};
@@ -27,6 +27,7 @@ pub const TRIGGERS: &[&str] = &[
     "ErrorOutOfDeviceMemory",
     "Device memory allocation of size",
     "Bytes of memory on device",
+    "Bytes memory on device",
     "model requires more system memory",
     "of pinned memory",
     "current device:",
@@ -38,7 +39,7 @@ grammar!(compute_buffers, r"(?P<func>[A-Za-z_]\w*): failed to allocate compute (
 grammar!(metal_buffer, r"(?P<func>ggml_\w+): error: failed to allocate buffer, size = +(?P<mib>[0-9]+(?:\.[0-9]+)? MiB)");
 grammar!(metal_cmd, r"(?:ggml_metal_\w+: (?:error: )?command buffer \d+ failed with status \d+\s+)?error: Insufficient Memory \(0*8:kIOGPUCommandBufferCallbackErrorOutOfMemory\)");
 grammar!(vulkan, r"(?:ggml_vulkan: Device memory allocation of size (?P<n>[0-9]+) failed\.?\s+)?(?:ggml_vulkan: )?vk::Device::allocateMemory: ErrorOutOfDeviceMemory|ggml_vulkan: Device memory allocation of size (?P<m>[0-9]+) failed");
-grammar!(sycl, r"can't allocate (?P<n>[0-9]+) Bytes of memory on device");
+grammar!(sycl, r"can't (?:allocate|malloc) (?P<n>[0-9]+) Bytes (?:of )?memory on device");
 grammar!(pinned, r"(?P<func>ggml_\w+_host_malloc): failed to allocate (?P<mib>[0-9]+(?:[.,][0-9]+)? MiB) of pinned memory: out of memory");
 // Older/other ggml CUDA error reports: `CUDA error: out of memory\n  current device: 0, in function F at FILE:LINE`
 // (`ggml_cuda_error`), and before 2024 `CUDA error 2 at ggml-cuda.cu:LINE: out of memory`.
@@ -130,6 +131,10 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             let (p, space) = buft_platform(&c["buft"]);
             let mut h = base("ggml.buffer-alloc", m.start(), m.end(), p, space, 12);
             h.size(SizeKey::Requested, &c["n"]);
+            // Vulkan checks a single buffer against the device's largest allocation first.
+            if window_before(t, m.start(), 400).contains("exceeds device buffer size limit") {
+                h.flag("device_buffer_limit");
+            }
             h.culprit.device = Some(c["buft"].to_string());
             h.detail("allocator", &c["func"]);
             hits.push(h);
@@ -174,7 +179,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
-    if has(t, "Bytes of memory on device") {
+    if has(t, "Bytes of memory on device") || has(t, "Bytes memory on device") {
         for c in sycl().captures_iter(t) {
             let m = c.get(0).unwrap();
             let mut h = base("ggml.buffer-alloc", m.start(), m.end(), Platform::Xpu, "device", 10);
