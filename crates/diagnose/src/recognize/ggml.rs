@@ -156,6 +156,9 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             let platform = if c["func"].contains("metal") { Platform::Metal } else { Platform::Other };
             let mut h = base("ggml.buffer-alloc", m.start(), m.end(), platform, "device", 10);
             h.size(SizeKey::Requested, &c["mib"]);
+            if platform == Platform::Metal {
+                h.culprit.device = Some("Metal".to_string());
+            }
             h.detail("function", &c["func"]);
             hits.push(h);
         }
