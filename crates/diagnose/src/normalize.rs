@@ -67,6 +67,8 @@ fn prefix_re() -> &'static Regex {
             r"|\[\d\d:\d\d:\d\d(?:\.\d+)?\]\s+[\w/]+\s+",
             // "[2024-05-01 10:00:00,123] [ERROR] " / "[2024-05-01T10:00:00Z] "
             r"|\[\d{4}-\d\d-\d\d[ T][\d:.,]+Z?\]\s*(?:\[[A-Z]+\]\s*)?",
+            // llama.cpp common/log.cpp with timestamps: "1.06.520.077 E " (h.mm.ss.ms, level letter)
+            r"|\d+\.\d\d\.\d\d\d\.\d\d\d [IWEDN] ",
             // docker compose: "vllm-1  | "
             r"|[\w.\-]+\s+\|\s",
             // mpirun/pdsh rank tags: "[1] ", "[1,0]<stderr>:" handled above

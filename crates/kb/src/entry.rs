@@ -299,6 +299,10 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("limit_is_default", "the reported limit equals a known default (16 MiB / 32 MiB scoped VMEM)"),
     ("block_size_limit", "one allocation exceeds a per-allocation maximum of the platform (Metal maxBufferLength, IPEX's 4 GB block), however much memory is free"),
     ("request_fits_after_fix", "the computed fix (e.g. vmem_limit_bytes) stays within the chip's physical capacity"),
+    ("arena_limit", "ONNX Runtime's arena reported the memory left under its own limit (\"Available memory of X\")"),
+    ("device_buffer_limit", "ggml's Vulkan backend refused one buffer larger than the device's largest single allocation"),
+    ("host_arena", "the failing ONNX Runtime arena is the CPU (host) arena"),
+    ("tactic_skipped", "TensorRT skipped a tactic for lack of memory and went on building (not fatal by itself)"),
 ];
 
 /// Placeholders the diagnose engine can fill. `_h` variants are human-readable (`18.00 MiB`).

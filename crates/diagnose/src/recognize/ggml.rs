@@ -1,8 +1,224 @@
 //! llama.cpp / ggml and the tools built on it (Ollama, koboldcpp): backend buffer allocation on CUDA, ROCm, Metal, Vulkan, SYCL.
+//!
+//! Formats, from ggml-org/llama.cpp:
+//! * `ggml/src/ggml-cuda/ggml-cuda.cu`: `"%s: allocating %.2f MiB on device %d: cudaMalloc failed: %s"`
+//!   (HIP and MUSA builds print the same text; the buffer name that follows says `ROCm0`/`MUSA0`);
+//!   `ggml_cuda_host_malloc: failed to allocate %.2f MiB of pinned memory: %s`.
+//! * `ggml/src/ggml-alloc.c` / `ggml-backend.cpp`: `"%s: failed to allocate %s buffer of size %zu"`
+//!   (`ggml_gallocr_reserve_n`, `alloc_tensor_range`), then llama's `failed to allocate compute buffers`
+//!   or `unable to allocate <buft> buffer`.
+//! * `ggml/src/ggml-metal/*`: `"%s: error: failed to allocate buffer, size = %8.2f MiB"`, and a failed
+//!   command buffer: `error: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)`.
+//! * `ggml/src/ggml-vulkan/ggml-vulkan.cpp`: `ggml_vulkan: Device memory allocation of size %zu failed.`
+//!   followed by the vulkan-hpp exception text `vk::Device::allocateMemory: ErrorOutOfDeviceMemory`.
+//! * `ggml/src/ggml-sycl/ggml-sycl.cpp`: `can't allocate %lu Bytes of memory on device`.
+//! * Ollama `llm/server.go`: `model requires more system memory (%s) than is available (%s)`.
 
-use super::Hit;
+use super::{has, window, window_before, Hit};
+use crate::finding::SizeKey;
+use crate::grammar;
+use oomdoc_kb::{Phase, Platform};
 
 /// Literals that can start a block for this module's messages (every grammar's anchor contains one).
-pub const TRIGGERS: &[&str] = &[];
+pub const TRIGGERS: &[&str] = &[
+    "buffer of size",
+    "failed to allocate compute buffers",
+    "failed to allocate buffer, size",
+    "ErrorOutOfDeviceMemory",
+    "Device memory allocation of size",
+    "Bytes of memory on device",
+    "Bytes memory on device",
+    "model requires more system memory",
+    "of pinned memory",
+    "current device:",
+];
 
-pub fn recognize(_t: &str, _hits: &mut Vec<Hit>) {}
+grammar!(cuda_malloc, r"(?P<func>ggml_backend_\w+?_buffer_type_alloc_buffer): allocating (?P<mib>[0-9]+(?:\.[0-9]+)? MiB) on device (?P<dev>\d+): (?P<api>cudaMalloc|hipMalloc|musaMalloc) failed: out of memory");
+grammar!(failed_buffer, r"(?P<func>[A-Za-z_]\w*): failed to allocate (?P<buft>[A-Za-z][A-Za-z0-9_]*?) buffer of size (?P<n>[0-9]+)");
+grammar!(compute_buffers, r"(?P<func>[A-Za-z_]\w*): failed to allocate compute (?:pp )?buffers");
+grammar!(metal_buffer, r"(?P<func>ggml_\w+): error: failed to allocate buffer, size = +(?P<mib>[0-9]+(?:\.[0-9]+)? MiB)");
+grammar!(metal_cmd, r"(?:ggml_metal_\w+: (?:error: )?command buffer \d+ failed with status \d+\s+)?error: Insufficient Memory \(0*8:kIOGPUCommandBufferCallbackErrorOutOfMemory\)");
+grammar!(vulkan, r"(?:ggml_vulkan: Device memory allocation of size (?P<n>[0-9]+) failed\.?\s+)?(?:ggml_vulkan: )?vk::Device::allocateMemory: ErrorOutOfDeviceMemory|ggml_vulkan: Device memory allocation of size (?P<m>[0-9]+) failed");
+grammar!(sycl, r"can't (?:allocate|malloc) (?P<n>[0-9]+) Bytes (?:of )?memory on device");
+grammar!(pinned, r"(?P<func>ggml_\w+_host_malloc): failed to allocate (?P<mib>[0-9]+(?:[.,][0-9]+)? MiB) of pinned memory: out of memory");
+// Older/other ggml CUDA error reports: `CUDA error: out of memory\n  current device: 0, in function F at FILE:LINE`
+// (`ggml_cuda_error`), and before 2024 `CUDA error 2 at ggml-cuda.cu:LINE: out of memory`.
+grammar!(cuda_error_fn, r"(?:CUDA|ROCm|HIP|MUSA) error: out of memory\s+current device: (?P<dev>\d+), in function (?P<func>\w+) at (?P<loc>[^\s]+)");
+grammar!(cuda_error_old, r"CUDA error 2 at (?P<loc>[^\s]*ggml-cuda\.cu:\d+): out of memory");
+// Ollama reports the runner's last error line: `llama runner process has terminated: CUDA error: out of memory`.
+grammar!(runner_oom, r"(?:llama runner|llama-server) process has terminated: (?:exit status \S+: )?(?P<dev>CUDA|ROCm|HIP|cudaMalloc failed:) (?:error: )?out of memory");
+grammar!(ollama_sys, r"model requires more system memory \((?P<req>{SZ})\) than is available \((?P<free>{SZ})\)");
+
+/// Platform and memory space from a ggml buffer-type name (`CUDA0`, `ROCm1`, `Metal`, `Vulkan0`, `SYCL0`, `CPU`, `CUDA_Host`).
+fn buft_platform(buft: &str) -> (Platform, &'static str) {
+    let host = buft.ends_with("_Host") || buft.starts_with("CPU");
+    let p = if buft.starts_with("CUDA") || buft.starts_with("MUSA") {
+        Platform::Cuda
+    } else if buft.starts_with("ROCm") || buft.starts_with("HIP") {
+        Platform::Rocm
+    } else if buft.starts_with("Metal") || buft.starts_with("MTL") {
+        Platform::Metal
+    } else if buft.starts_with("SYCL") {
+        Platform::Xpu
+    } else if buft.starts_with("CPU") {
+        Platform::Cpu
+    } else {
+        Platform::Other
+    };
+    (p, if host { "host" } else { "device" })
+}
+
+fn base(id: &'static str, start: usize, end: usize, platform: Platform, space: &str, priority: u8) -> Hit {
+    let mut h = Hit::new(id, start, end);
+    h.platform = Some(platform);
+    h.phase = Some(Phase::Load);
+    h.space(space);
+    h.priority = priority;
+    h
+}
+
+pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
+    if has(t, "failed: out of memory") {
+        for c in cuda_malloc().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut end = m.end();
+            let platform = if &c["api"] == "hipMalloc" { Platform::Rocm } else { Platform::Cuda };
+            let mut h = base("ggml.buffer-alloc", m.start(), end, platform, "device", 8);
+            h.size(SizeKey::Requested, &c["mib"]);
+            h.culprit.device = Some(format!("device {}", &c["dev"]));
+            h.detail("function", &c["func"]);
+            // The allocator's own line follows with the exact byte count and the buffer's name.
+            let after = window(t, end, 600);
+            if let Some(f) = failed_buffer().captures(after) {
+                let fm = f.get(0).unwrap();
+                if !after[..fm.start()].contains("failed: out of memory") {
+                    let (p, _) = buft_platform(&f["buft"]);
+                    if p != Platform::Other && p != Platform::Cpu {
+                        h.platform = Some(p);
+                    }
+                    h.size(SizeKey::Requested, &f["n"]);
+                    h.culprit.device = Some(f["buft"].to_string());
+                    h.detail("allocator", &f["func"]);
+                    end += fm.end();
+                    h.end = end;
+                }
+            }
+            hits.push(h);
+        }
+    }
+    if has(t, "current device:") || has(t, "ggml-cuda.cu") {
+        for c in cuda_error_fn().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let platform = if m.as_str().starts_with("ROCm") || m.as_str().starts_with("HIP") { Platform::Rocm } else { Platform::Cuda };
+            let mut h = base("ggml.buffer-alloc", m.start(), m.end(), platform, "device", 8);
+            h.phase = Some(Phase::Runtime);
+            h.culprit.device = Some(format!("device {}", &c["dev"]));
+            h.culprit.op = Some(c["func"].to_string());
+            h.detail("location", c["loc"].rsplit(['/', '\\']).next().unwrap_or("").to_string());
+            hits.push(h);
+        }
+        for c in cuda_error_old().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = base("ggml.buffer-alloc", m.start(), m.end(), Platform::Cuda, "device", 8);
+            h.phase = Some(Phase::Runtime);
+            h.detail("location", c["loc"].rsplit(['/', '\\']).next().unwrap_or("").to_string());
+            hits.push(h);
+        }
+    }
+    if has(t, "buffer of size") {
+        for c in failed_buffer().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let (p, space) = buft_platform(&c["buft"]);
+            let mut h = base("ggml.buffer-alloc", m.start(), m.end(), p, space, 12);
+            h.size(SizeKey::Requested, &c["n"]);
+            // Vulkan checks a single buffer against the device's largest allocation first.
+            if window_before(t, m.start(), 400).contains("exceeds device buffer size limit") {
+                h.flag("device_buffer_limit");
+            }
+            h.culprit.device = Some(c["buft"].to_string());
+            h.detail("allocator", &c["func"]);
+            hits.push(h);
+        }
+    }
+    if has(t, "failed to allocate compute") {
+        for c in compute_buffers().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = base("ggml.buffer-alloc", m.start(), m.end(), Platform::Other, "device", 40);
+            h.platform = None;
+            h.confidence = crate::finding::Confidence::Likely;
+            h.detail("function", &c["func"]);
+            hits.push(h);
+        }
+    }
+    if has(t, "failed to allocate buffer, size") {
+        for c in metal_buffer().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let platform = if c["func"].contains("metal") { Platform::Metal } else { Platform::Other };
+            let mut h = base("ggml.buffer-alloc", m.start(), m.end(), platform, "device", 10);
+            h.size(SizeKey::Requested, &c["mib"]);
+            if platform == Platform::Metal {
+                h.culprit.device = Some("Metal".to_string());
+            }
+            h.detail("function", &c["func"]);
+            hits.push(h);
+        }
+    }
+    if has(t, "kIOGPUCommandBufferCallbackErrorOutOfMemory") {
+        for m in metal_cmd().find_iter(t) {
+            let mut h = base("ggml.buffer-alloc", m.start(), m.end(), Platform::Metal, "device", 10);
+            h.phase = Some(Phase::Runtime);
+            h.detail("metal_error", "kIOGPUCommandBufferCallbackErrorOutOfMemory");
+            hits.push(h);
+        }
+    }
+    if has(t, "ErrorOutOfDeviceMemory") || has(t, "Device memory allocation of size") {
+        for c in vulkan().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = base("ggml.buffer-alloc", m.start(), m.end(), Platform::Other, "device", 10);
+            if let Some(n) = c.name("n").or(c.name("m")) {
+                h.size(SizeKey::Requested, n.as_str());
+            }
+            h.detail("backend", "vulkan");
+            hits.push(h);
+        }
+    }
+    if has(t, "Bytes of memory on device") || has(t, "Bytes memory on device") {
+        for c in sycl().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = base("ggml.buffer-alloc", m.start(), m.end(), Platform::Xpu, "device", 10);
+            h.size(SizeKey::Requested, &c["n"]);
+            h.detail("backend", "sycl");
+            hits.push(h);
+        }
+    }
+    if has(t, "of pinned memory") {
+        for c in pinned().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = base("ggml.buffer-alloc", m.start(), m.end(), Platform::Cuda, "host", 10);
+            h.size(SizeKey::Requested, &c["mib"].replace(',', "."));
+            h.detail("function", &c["func"]);
+            hits.push(h);
+        }
+    }
+    if has(t, "process has terminated") {
+        for c in runner_oom().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let platform = match &c["dev"] {
+                "ROCm" | "HIP" => Platform::Rocm,
+                _ => Platform::Cuda,
+            };
+            let mut h = base("ggml.buffer-alloc", m.start(), m.end(), platform, "device", 8);
+            h.detail("reported_by", "ollama");
+            hits.push(h);
+        }
+    }
+    if has(t, "model requires more system memory") {
+        for c in ollama_sys().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = base("ollama.system-memory", m.start(), m.end(), Platform::Cpu, "host", 8);
+            h.size(SizeKey::Requested, &c["req"]);
+            h.size(SizeKey::Free, &c["free"]);
+            hits.push(h);
+        }
+    }
+}
