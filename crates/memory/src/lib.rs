@@ -20,14 +20,16 @@ pub mod gpu_oom;
 pub mod labels;
 pub mod loader;
 pub mod model;
+pub mod profile;
 pub mod proto;
 pub mod render;
 pub mod report;
 pub mod summary;
 pub mod text;
+pub mod xplane;
 
 pub use analysis::Axis;
-pub use dump::{load_dump, load_dump_paths, Dump, DumpModule, ModuleFiles, SourcePreference};
+pub use dump::{load_dump, load_dump_paths, load_dump_with, Dump, LoadOptions, DumpModule, ModuleFiles, SourcePreference};
 pub use error::MemoryError;
 pub use gpu_oom::{parse_buffer_assignment_oom_report, GpuOomReport, GpuPeakBuffer};
 pub use report::{BufferAtPeak, MemoryReport, ModuleReport, TimelinePoint};

@@ -142,6 +142,12 @@ pub(crate) fn check_total(path: &Path, total: u64, allocations: &[Allocation]) -
 /// From an `xla.HloProto` (`*.hlo.pb`, `*.hlo_proto.pb`).
 pub fn from_proto(path: &Path, fallback_name: &str, program_id: Option<u64>) -> Result<ModuleData, MemoryError> {
     let bytes = std::fs::read(path).map_err(|e| MemoryError::io(path, e))?;
+    from_proto_bytes(bytes, path, fallback_name, program_id)
+}
+
+/// From the bytes of an `xla.HloProto` (e.g. one read out of a profile's XSpace);
+/// `path` names where they came from in messages.
+pub fn from_proto_bytes(bytes: Vec<u8>, path: &Path, fallback_name: &str, program_id: Option<u64>) -> Result<ModuleData, MemoryError> {
     let wire_error = |e: crate::proto::wire::WireError| MemoryError::proto(path, format!("byte {}: {} (is this an xla.HloProto from --xla_dump_hlo_as_proto?)", e.offset, e.message));
     let proto = decode_hlo_proto(&bytes).map_err(wire_error)?;
     // Decode only the instructions that define buffers, once each.

@@ -17,6 +17,9 @@ pub struct ModuleListing {
     pub peak_bytes: Option<u64>,
     pub temp_bytes: Option<u64>,
     pub error: Option<String>,
+    /// Profile hosts whose XSpace carries the module (empty for dumps).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub hosts: Vec<String>,
 }
 
 /// Every module of a dump analysed: a listing line for each, the reports of those
@@ -59,7 +62,7 @@ impl Dump {
                     line
                 }
             };
-            all.listing.push(ModuleListing { name: m.name.clone(), program_id: m.program_id, peak_bytes, temp_bytes, error });
+            all.listing.push(ModuleListing { name: m.name.clone(), program_id: m.program_id, peak_bytes, temp_bytes, error, hosts: m.files.hosts.clone() });
         }
         all
     }

@@ -165,15 +165,20 @@ pub fn render_listing(list: &[ModuleListing], selected: Option<(&str, Option<u64
     let _ = writeln!(s, "{} modules in the dump (largest peak first):", list.len());
     let mut sorted: Vec<&ModuleListing> = list.iter().collect();
     sorted.sort_by(|a, b| b.peak_bytes.cmp(&a.peak_bytes));
+    // Several profile hosts: say which host's XSpace carries each module.
+    let mut all_hosts: Vec<&String> = list.iter().flat_map(|m| &m.hosts).collect();
+    all_hosts.sort();
+    all_hosts.dedup();
     for m in sorted {
+        let hosts = if all_hosts.len() > 1 { format!("  [{}]", m.hosts.join(", ")) } else { String::new() };
         let mark = if selected == Some((m.name.as_str(), m.program_id)) { "→" } else { " " };
         let id = m.program_id.map(|i| i.to_string()).unwrap_or_else(|| "-".into());
         match (&m.peak_bytes, &m.error) {
             (Some(p), _) => {
-                let _ = writeln!(s, " {mark} {:>6}  {:>12}  {}", id, format_bytes(*p), m.name);
+                let _ = writeln!(s, " {mark} {:>6}  {:>12}  {}{hosts}", id, format_bytes(*p), m.name);
             }
             (None, Some(e)) => {
-                let _ = writeln!(s, " {mark} {:>6}  {:>12}  {}  ({})", id, "error", m.name, cut(e, 100));
+                let _ = writeln!(s, " {mark} {:>6}  {:>12}  {}{hosts}  ({})", id, "error", m.name, cut(e, 100));
             }
             _ => {}
         }

@@ -4,14 +4,15 @@
 use crate::cli_error::CliError;
 use clap::{Args, ValueEnum};
 use oomdoc_memory::render::{html, json, text};
-use oomdoc_memory::{load_dump_paths, DumpModule, MemoryReport, ModuleListing, ModuleReport, SourcePreference};
+use oomdoc_memory::{load_dump_with, DumpModule, LoadOptions, MemoryReport, ModuleListing, ModuleReport, SourcePreference};
 use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct MemoryArgs {
     /// A dump directory (XLA_FLAGS=--xla_dump_to=DIR), or files from it
-    /// (*-buffer-assignment.txt, *-live-range.txt, *.hlo.pb, *.hlo_proto.pb).
+    /// (*-buffer-assignment.txt, *-live-range.txt, *.hlo.pb, *.hlo_proto.pb), or a
+    /// jax.profiler.trace log directory / its <host>.xplane.pb files.
     #[arg(required = true, value_name = "DUMP")]
     pub paths: Vec<PathBuf>,
 
@@ -40,6 +41,10 @@ pub struct MemoryArgs {
     #[arg(long, value_enum, default_value_t = Source::Auto)]
     pub source: Source,
 
+    /// Profile run to read in a log directory (plugins/profile/<RUN>/). Default: the newest.
+    #[arg(long, value_name = "RUN")]
+    pub run: Option<String>,
+
     /// Buffers to list in the text report.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub top: usize,
@@ -65,7 +70,7 @@ pub fn run(args: MemoryArgs) -> Result<(), CliError> {
         Source::Text => SourcePreference::Text,
         Source::Proto => SourcePreference::Proto,
     };
-    let dump = load_dump_paths(&args.paths).map_err(|e| CliError::usage(e.to_string()))?;
+    let dump = load_dump_with(&args.paths, &LoadOptions { run: args.run.clone() }).map_err(|e| CliError::usage(e.to_string()))?;
 
     let mut listing: Vec<ModuleListing> = Vec::new();
     let reports: Vec<ModuleReport> = if let Some(hint) = &args.module {
