@@ -125,3 +125,27 @@ fn bad_input_exits_2_with_one_line() {
     assert!(stderr(&o).contains("no XLA memory dumps found"), "{}", stderr(&o));
     assert_eq!(stderr(&o).lines().count(), 1);
 }
+
+/// A jax.profiler log directory and its .xplane.pb: modules listed with their hosts,
+/// the largest analysed, --module and --run.
+#[test]
+fn profile_log_dir_and_xplane_file() {
+    let logdir = fixtures().join("profile_multi_module");
+    let o = oomdoc(&["memory", logdir.to_str().unwrap(), "--list", "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let list = v["modules"].as_array().unwrap();
+    assert_eq!(list.len(), 13);
+    assert!(list.iter().all(|m| m["hosts"] == serde_json::json!(["vm"])), "{v}");
+    let xplane = logdir.join("plugins/profile/2026_11_24_04_12_04/vm.xplane.pb");
+    let o = oomdoc(&["memory", xplane.to_str().unwrap(), "--module", "24", "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["modules"][0]["name"], "jit_multi_decode");
+    assert_eq!(v["modules"][0]["peak_bytes"], 918016u64);
+    let o = oomdoc(&["memory", logdir.to_str().unwrap(), "--run", "2026_11_24_04_12_04"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = oomdoc(&["memory", logdir.to_str().unwrap(), "--run", "nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no profile run `nope`"), "{}", stderr(&o));
+}
