@@ -114,9 +114,115 @@ def unrolled_transformer(layers=32, d=256, t=128, b=8):
     return [(unrolled_train_step, (params, x))]
 
 
+def cnn_train_step():
+    """Conv net with max-pool (its gradient is a select-and-scatter; multi-output fusions)."""
+    B, C = 8, 16
+    k1, k2, k3 = _init(jax.random.PRNGKey(3), [(3, 3, 3, C), (3, 3, C, 2 * C), (8 * 8 * 2 * C, 10)])
+    x = jnp.ones((B, 32, 32, 3))
+    y = jax.nn.one_hot(jnp.arange(B) % 10, 10)
+
+    def conv(h, k):
+        return lax.conv_general_dilated(h, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    def pool(h):
+        return lax.reduce_window(h, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+
+    def loss(p, x, y):
+        a, b, w = p
+        h = pool(jax.nn.relu(conv(x, a)))
+        h = pool(jax.nn.relu(conv(h, b)))
+        logits = h.reshape(B, -1) @ w
+        return -jnp.mean(jnp.sum(jax.nn.log_softmax(logits) * y, -1))
+
+    @jax.jit
+    def cnn_train_step(p, x, y):
+        l, g = jax.value_and_grad(loss)(p, x, y)
+        return jax.tree_util.tree_map(lambda a, b: a - 0.01 * b, p, g), l
+
+    return [(cnn_train_step, ((k1, k2, k3), x, y))]
+
+
+def spmd_train_step():
+    """Data + model parallel MLP over 8 fake CPU devices (all-reduces, SPMD partitioner)."""
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    import numpy as np
+    mesh = Mesh(np.array(jax.devices()[:8]).reshape(4, 2), ("data", "model"))
+    D, H, B = 256, 1024, 64
+    w1, w2 = _init(jax.random.PRNGKey(4), [(D, H), (H, D)])
+    w1 = jax.device_put(w1, NamedSharding(mesh, P(None, "model")))
+    w2 = jax.device_put(w2, NamedSharding(mesh, P("model", None)))
+    x = jax.device_put(jnp.ones((B, D)), NamedSharding(mesh, P("data", None)))
+
+    def loss(p, x):
+        a, b = p
+        return jnp.mean((jax.nn.gelu(x @ a) @ b - x) ** 2)
+
+    @jax.jit
+    def spmd_train_step(p, x):
+        l, g = jax.value_and_grad(loss)(p, x)
+        return jax.tree_util.tree_map(lambda a, b: a - 0.01 * b, p, g), l
+
+    return [(spmd_train_step, ((w1, w2), x))]
+
+
+def remat_policy_train_step():
+    """jax.checkpoint with policies: dots saved without batch dims, names saved, nothing saved."""
+    from jax.ad_checkpoint import checkpoint_name
+    D, T, B = 256, 64, 4
+    params = [_init(jax.random.PRNGKey(10 + i), [(D, 4 * D), (4 * D, D)]) for i in range(3)]
+    x = jnp.ones((B, T, D))
+    policies = [jax.checkpoint_policies.checkpoint_dots_with_no_batch_dims,
+                jax.checkpoint_policies.save_only_these_names("hidden"),
+                jax.checkpoint_policies.nothing_saveable]
+
+    def block(h, p):
+        w1, w2 = p
+        u = checkpoint_name(jax.nn.gelu(h @ w1), "hidden")
+        return h + jnp.tanh(u @ w2)
+
+    def loss(params, x):
+        h = x
+        for p, pol in zip(params, policies):
+            h = jax.checkpoint(block, policy=pol)(h, p)
+        return jnp.mean(h ** 2)
+
+    @jax.jit
+    def remat_policy_train_step(params, x):
+        l, g = jax.value_and_grad(loss)(params, x)
+        return jax.tree_util.tree_map(lambda p, g: p - 0.01 * g, params, g), l
+
+    return [(remat_policy_train_step, (params, x))]
+
+
+def while_tuple_step():
+    """lax.while_loop with a tuple carry of several arrays and a counter."""
+    D = 384
+    w = _init(jax.random.PRNGKey(5), [(D, D)])[0]
+    x = jnp.ones((128, D))
+
+    @jax.jit
+    def while_tuple_step(w, x):
+        def cond(c):
+            return c[0] < 5
+
+        def body(c):
+            i, h, acc, m = c
+            h2 = jnp.tanh(h @ w)
+            return i + 1, h2, acc + h2, jnp.maximum(m, h2.max(0))
+
+        _, h, acc, m = lax.while_loop(cond, body, (0, x, jnp.zeros_like(x), jnp.full((D,), -jnp.inf)))
+        return h, acc * m
+
+    return [(while_tuple_step, (w, x))]
+
+
 PROGRAMS = {
     "scan_train_step": scan_train_step,
     "remat_train_step": remat_train_step,
     "multi_module": multi_module,
     "unrolled_train_step": unrolled_transformer,
+    "cnn_train_step": cnn_train_step,
+    "spmd_train_step": spmd_train_step,
+    "remat_policy_train_step": remat_policy_train_step,
+    "while_tuple_step": while_tuple_step,
 }

@@ -162,6 +162,11 @@ pub fn replay_trace(m: &ModuleData, events: &[HeapEvent]) -> Result<TempProfile,
 /// Sweep of live ranges for the temp allocations of memory color 0. Values at the same
 /// offset of the same allocation share memory: per moment only the largest live one counts.
 pub fn sweep_schedule(m: &ModuleData, sequence: &[String], max: u64, ranges: &[Option<(u64, u64)>]) -> TempProfile {
+    sweep_schedule_color(m, sequence, max, ranges, 0)
+}
+
+/// [`sweep_schedule`] for the temp allocations of memory color `color`.
+pub fn sweep_schedule_color(m: &ModuleData, sequence: &[String], max: u64, ranges: &[Option<(u64, u64)>], color: u64) -> TempProfile {
     // The parser guarantees max <= sequence length + 1 and every range end <= max.
     let len = usize::try_from(max).unwrap_or(usize::MAX).min(sequence.len() + 1) + 1;
     let mut delta = vec![0i64; len + 1];
@@ -170,7 +175,7 @@ pub fn sweep_schedule(m: &ModuleData, sequence: &[String], max: u64, ranges: &[O
     let mut groups: crate::model::FastMap<(usize, u64), Vec<(u64, u64, usize)>> = Default::default();
     for (i, b) in m.buffers.iter().enumerate() {
         let a = &m.allocations[b.allocation];
-        if !a.is_temp() || a.color != 0 {
+        if !a.is_temp() || a.color != color {
             continue;
         }
         if let Some(Some((s, e))) = ranges.get(i) {

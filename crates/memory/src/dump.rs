@@ -95,6 +95,11 @@ impl DumpModule {
     pub fn analyze(&self, preference: SourcePreference) -> Result<ModuleReport, MemoryError> {
         build_report(&self.load(preference)?)
     }
+
+    /// The report for one memory space (0 = device/HBM, 5 = host; see [`crate::spaces`]).
+    pub fn analyze_space(&self, preference: SourcePreference, space: u64) -> Result<ModuleReport, MemoryError> {
+        crate::report::build_report_for(&self.load(preference)?, space)
+    }
 }
 
 /// The modules found under a path.

@@ -24,6 +24,7 @@ pub mod profile;
 pub mod proto;
 pub mod render;
 pub mod report;
+pub mod spaces;
 pub mod summary;
 pub mod text;
 pub mod xplane;

@@ -48,9 +48,14 @@ impl AllModules {
 impl Dump {
     /// Analyse every module (what the module list and "largest by default" need).
     pub fn analyze_all(&self, source: SourcePreference) -> AllModules {
+        self.analyze_all_space(source, crate::spaces::DEVICE_MEMORY_SPACE)
+    }
+
+    /// [`Dump::analyze_all`] for one memory space.
+    pub fn analyze_all_space(&self, source: SourcePreference, space: u64) -> AllModules {
         let mut all = AllModules { listing: Vec::new(), reports: Vec::new(), first_error: None };
         for m in &self.modules {
-            let (peak_bytes, temp_bytes, error) = match m.analyze(source) {
+            let (peak_bytes, temp_bytes, error) = match m.analyze_space(source, space) {
                 Ok(r) => {
                     let line = (Some(r.peak_bytes), Some(r.temp_bytes), None);
                     all.reports.push(r);

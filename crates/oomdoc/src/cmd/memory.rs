@@ -4,7 +4,7 @@
 use crate::cli_error::CliError;
 use clap::{Args, ValueEnum};
 use oomdoc_memory::render::{html, json, text};
-use oomdoc_memory::{load_dump_with, DumpModule, LoadOptions, MemoryReport, ModuleListing, ModuleReport, SourcePreference};
+use oomdoc_memory::{load_dump_with, LoadOptions, MemoryReport, ModuleListing, ModuleReport, SourcePreference};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -41,6 +41,11 @@ pub struct MemoryArgs {
     #[arg(long, value_enum, default_value_t = Source::Auto)]
     pub source: Source,
 
+    /// Memory space to analyse, like XProf's Memory Types: hbm (0, the default), host (5)
+    /// or a number. Allocations of other spaces never count in its peak.
+    #[arg(long, value_name = "SPACE", default_value = "hbm")]
+    pub memory_space: String,
+
     /// Profile run to read in a log directory (plugins/profile/<RUN>/). Default: the newest.
     #[arg(long, value_name = "RUN")]
     pub run: Option<String>,
@@ -70,15 +75,16 @@ pub fn run(args: MemoryArgs) -> Result<(), CliError> {
         Source::Text => SourcePreference::Text,
         Source::Proto => SourcePreference::Proto,
     };
+    let space = oomdoc_memory::spaces::parse_memory_space(&args.memory_space).map_err(CliError::usage)?;
     let dump = load_dump_with(&args.paths, &LoadOptions { run: args.run.clone() }).map_err(|e| CliError::usage(e.to_string()))?;
 
     let mut listing: Vec<ModuleListing> = Vec::new();
     let reports: Vec<ModuleReport> = if let Some(hint) = &args.module {
         let module = dump.select(hint).map_err(|e| CliError::usage(e.to_string()))?;
-        vec![analyze(module, source)?]
+        vec![module.analyze_space(source, space).map_err(|e| CliError::usage(e.to_string()))?]
     } else {
         // Every module is analysed to list its peak; keep the reports for --all.
-        let mut all = dump.analyze_all(source);
+        let mut all = dump.analyze_all_space(source, space);
         listing = std::mem::take(&mut all.listing);
         if args.all || args.list {
             if all.reports.is_empty() {
@@ -132,8 +138,4 @@ pub fn run(args: MemoryArgs) -> Result<(), CliError> {
 
 fn no_module(first_error: Option<oomdoc_memory::MemoryError>) -> CliError {
     CliError::usage(first_error.map(|e| e.to_string()).unwrap_or_else(|| "no module could be analysed".into()))
-}
-
-fn analyze(module: &DumpModule, source: SourcePreference) -> Result<ModuleReport, CliError> {
-    module.analyze(source).map_err(|e| CliError::usage(e.to_string()))
 }
