@@ -175,7 +175,10 @@ pub fn sweep_schedule_color(m: &ModuleData, sequence: &[String], max: u64, range
     let mut groups: crate::model::FastMap<(usize, u64), Vec<(u64, u64, usize)>> = Default::default();
     for (i, b) in m.buffers.iter().enumerate() {
         let a = &m.allocations[b.allocation];
-        if !a.is_temp() || a.color != color {
+        // The tuple table of a multi-output instruction (a top-level tuple-shaped value) is
+        // placed in the temp allocation outside the heap simulation, so XProf's replay of
+        // the heap-simulator trace never sees it: leave it out of the temp heap too.
+        if !a.is_temp() || a.color != color || b.shape.starts_with('(') {
             continue;
         }
         if let Some(Some((s, e))) = ranges.get(i) {
