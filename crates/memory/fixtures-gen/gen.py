@@ -28,9 +28,13 @@ MODULES = {
     "spmd_train_step": ["jit_spmd_train_step"],
     "remat_policy_train_step": ["jit_remat_policy_train_step"],
     "while_tuple_step": ["jit_while_tuple_step"],
+    "shardmap_step": ["jit_shardmap_step"],
+    "scan_remat_step": ["jit_scan_remat_step"],
+    "unrolled48_train_step": ["jit_unrolled_train_step"],
 }
 # Extra XLA flags per program (SPMD over fake CPU devices).
-EXTRA_FLAGS = {"spmd_train_step": "--xla_force_host_platform_device_count=8"}
+EXTRA_FLAGS = {"spmd_train_step": "--xla_force_host_platform_device_count=8",
+               "shardmap_step": "--xla_force_host_platform_device_count=8"}
 KEEP = ("-buffer-assignment.txt", "-buffer-assignment-values.txt", "-live-range.txt",
         "_after_optimizations.txt", "_after_optimizations.hlo.pb")
 

@@ -216,6 +216,53 @@ def while_tuple_step():
     return [(while_tuple_step, (w, x))]
 
 
+def shardmap_step():
+    """shard_map over 8 fake devices: per-shard matmuls, psum and all_gather in the body."""
+    from jax.sharding import Mesh, PartitionSpec as P
+    import numpy as np
+    try:
+        from jax import shard_map
+    except ImportError:
+        from jax.experimental.shard_map import shard_map
+    mesh = Mesh(np.array(jax.devices()[:8]), ("x",))
+    D = 512
+    w = _init(jax.random.PRNGKey(6), [(D, D)])[0]
+    x = jnp.ones((256, D))
+
+    def body(xs, w):
+        h = jnp.tanh(xs @ w)
+        s = lax.psum(h.sum(0), "x")
+        g = lax.all_gather(h[:4], "x", tiled=True)
+        return h * s, g
+
+    @jax.jit
+    def shardmap_step(x, w):
+        return shard_map(body, mesh=mesh, in_specs=(P("x", None), P()), out_specs=(P("x", None), P()), check_vma=False)(x, w)
+
+    return [(shardmap_step, (x, w))]
+
+
+def scan_remat_step():
+    """lax.scan over layers with jax.checkpoint on the body (remat inside a while loop)."""
+    L, D, B = 6, 384, 32
+    ws = jnp.stack(_init(jax.random.PRNGKey(7), [(D, D)] * L))
+    x = jnp.ones((B, D))
+
+    def loss(ws, x):
+        @jax.checkpoint
+        def layer(h, w):
+            return jnp.tanh(h @ w) + h, None
+        h, _ = lax.scan(layer, x, ws)
+        return jnp.mean(h ** 2)
+
+    @jax.jit
+    def scan_remat_step(ws, x):
+        l, g = jax.value_and_grad(loss)(ws, x)
+        return ws - 0.1 * g, l
+
+    return [(scan_remat_step, (ws, x))]
+
+
 PROGRAMS = {
     "scan_train_step": scan_train_step,
     "remat_train_step": remat_train_step,
@@ -225,4 +272,7 @@ PROGRAMS = {
     "spmd_train_step": spmd_train_step,
     "remat_policy_train_step": remat_policy_train_step,
     "while_tuple_step": while_tuple_step,
+    "shardmap_step": shardmap_step,
+    "scan_remat_step": scan_remat_step,
+    "unrolled48_train_step": lambda: unrolled_transformer(layers=48),
 }

@@ -212,8 +212,19 @@ pub fn sweep_schedule_color(m: &ModuleData, sequence: &[String], max: u64, range
     let t = peak_index as u64;
     let mut live: Vec<(u64, u64, usize)> = Vec::new();
     if peak > 0 {
+        // In-place updates keep the operand's name (see crate::inplace); read the HLO text
+        // only when a shared offset at the peak needs it.
+        let needs = groups.values().any(|g| g.len() > 1 && g.iter().any(|&(s, e, _)| s <= t && t <= e));
+        let in_place = match (&m.labels, needs) {
+            (crate::model::LabelSource::Text { hlo_text: Some(p), .. }, true) => crate::inplace::in_place_instructions(p),
+            _ => Default::default(),
+        };
         for members in groups.values() {
-            if let Some(x) = shown_at(members, t, |i| (m.buffers[i].size, m.buffers[i].id)) {
+            if let Some(x) = shown_at(members, t, |i| (m.buffers[i].size, m.buffers[i].id), |i| {
+                // Tuple elements (while/call parameters and results) alias their operands.
+                let b = &m.buffers[i];
+                (b.index.is_empty() || b.index == "{}") && !in_place.contains(&b.instruction)
+            }) {
                 live.push(x);
             }
         }
@@ -234,7 +245,10 @@ pub fn sweep_schedule_color(m: &ModuleData, sequence: &[String], max: u64, range
 /// ranges; the heap simulator keeps the first of such a run as the canonical buffer, so
 /// the run's first value is shown, not the one whose own range covers `t`. Among runs
 /// live at `t`, the largest wins (it is the one the per-offset maximum counted).
-fn shown_at(members: &[(u64, u64, usize)], t: u64, key: impl Fn(usize) -> (u64, u64)) -> Option<(u64, u64, usize)> {
+///
+/// A value that starts exactly when its run's memory dies revives it (the simulator frees,
+/// then shares) and is shown from then on, unless `revives` says it updates in place.
+fn shown_at(members: &[(u64, u64, usize)], t: u64, key: impl Fn(usize) -> (u64, u64), revives: impl Fn(usize) -> bool) -> Option<(u64, u64, usize)> {
     if !members.iter().any(|&(s, e, _)| s <= t && t <= e) {
         return None;
     }
@@ -248,6 +262,9 @@ fn shown_at(members: &[(u64, u64, usize)], t: u64, key: impl Fn(usize) -> (u64, 
         let size = key(x.2).0;
         match open.get(&size).copied().filter(|&r| x.0 <= runs[r].1.saturating_add(1)) {
             Some(r) => {
+                if x.0 == runs[r].1 && revives(x.2) {
+                    runs[r].0 = x;
+                }
                 runs[r].1 = runs[r].1.max(x.1);
                 runs[r].2 |= covers;
             }

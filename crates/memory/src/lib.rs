@@ -17,6 +17,7 @@ pub mod analysis;
 pub mod dump;
 pub mod error;
 pub mod gpu_oom;
+pub mod inplace;
 pub mod labels;
 pub mod loader;
 pub mod model;
