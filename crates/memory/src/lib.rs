@@ -4,6 +4,9 @@
 //! assignment + live ranges, or the `*.hlo.pb` HloProto) and reports, per module, the
 //! peak memory, the buffers live at the peak and memory over program order, with the
 //! same numbers as XProf's Memory Viewer and `compile().memory_analysis()`.
+//! A `jax.profiler.trace` log directory (or its `<host>.xplane.pb`) works too: the
+//! modules' HloProtos are read from the XSpace's metadata plane ([`xplane`],
+//! [`profile`]). [`spaces`] handles memory spaces other than the device's (host offload).
 //!
 //! ```no_run
 //! let dump = oomdoc_memory::load_dump(std::path::Path::new("/tmp/dump"))?;
