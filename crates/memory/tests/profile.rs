@@ -107,7 +107,12 @@ fn log_dir_with_runs_hosts_cache_and_dump() {
     std::fs::copy(xplane(), older.join("vm.xplane.pb")).unwrap();
     // The newest run: two hosts with the same programs, plus XProf's cache of two modules.
     std::fs::copy(xplane(), newest.join("host0.xplane.pb")).unwrap();
-    std::fs::copy(xplane(), newest.join("host1.xplane.pb")).unwrap();
+    // host1: the same XSpace with its `hostnames` entry (the file's last field, "vm") renamed.
+    let mut other = std::fs::read(xplane()).unwrap();
+    assert!(other.ends_with(&[0x22, 0x02, b'v', b'm']));
+    let n = other.len();
+    other[n - 2..].copy_from_slice(b"w1");
+    std::fs::write(newest.join("host1.xplane.pb"), other).unwrap();
     for x in oomdoc_memory::xplane::scan_xspace(&xplane()).unwrap() {
         if x.name.starts_with("jit_multi_") {
             std::fs::write(newest.join(format!("{}({}).hlo_proto.pb", x.name, x.program_id)), x.read_proto().unwrap()).unwrap();
@@ -121,8 +126,9 @@ fn log_dir_with_runs_hosts_cache_and_dump() {
     assert_eq!(dump.modules.len(), 13, "each module once: {labels:?}");
     let m = dump.select("jit_multi_decode").unwrap();
     assert!(m.files.buffer_assignment.is_some() && m.files.xplane.is_some() && m.files.hlo_proto.is_some());
-    // Host names come from the XSpace (both files say `vm`), listed once.
-    assert_eq!(m.files.hosts, ["vm"]);
+    // Host names come from the XSpace, not the file names; each host listed once.
+    assert_eq!(m.files.hosts, ["vm", "w1"]);
+    assert!(dump.modules.iter().all(|m| m.files.hosts == ["vm", "w1"]));
     for source in [SourcePreference::Auto, SourcePreference::Text, SourcePreference::Proto] {
         check(&m.analyze(source).unwrap(), &golden("jit_multi_decode(24)"), &format!("{source:?}"));
     }
@@ -156,6 +162,32 @@ fn bad_xplane_is_an_error() {
         std::fs::write(&p, bad).unwrap();
         let e = load_dump(&p).expect_err(&format!("case {i}")).to_string();
         assert!(e.contains("h.xplane.pb"), "{e}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Flipped bytes anywhere in a real profile: an error or a result, never a panic or hang.
+#[test]
+fn corrupted_profiles_never_panic() {
+    let dir = tempdir("flip");
+    let p = dir.join("h.xplane.pb");
+    let full = std::fs::read(xplane()).unwrap();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for round in 0..200 {
+        let mut bad = full.clone();
+        for _ in 0..1 + round % 4 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let at = (seed as usize) % bad.len();
+            bad[at] ^= (seed >> 32) as u8 | 1;
+        }
+        std::fs::write(&p, &bad).unwrap();
+        if let Ok(d) = load_dump(&p) {
+            for m in &d.modules {
+                let _ = m.analyze(SourcePreference::Auto);
+            }
+        }
     }
     std::fs::remove_dir_all(&dir).ok();
 }
