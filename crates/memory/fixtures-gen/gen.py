@@ -31,6 +31,8 @@ MODULES = {
     "shardmap_step": ["jit_shardmap_step"],
     "scan_remat_step": ["jit_scan_remat_step"],
     "unrolled48_train_step": ["jit_unrolled_train_step"],
+    "kv_decode_step": ["jit_kv_decode_step"],
+    "batchnorm_cnn_step": ["jit_batchnorm_cnn_step"],
 }
 # Extra XLA flags per program (SPMD over fake CPU devices).
 EXTRA_FLAGS = {"spmd_train_step": "--xla_force_host_platform_device_count=8",

@@ -263,6 +263,60 @@ def scan_remat_step():
     return [(scan_remat_step, (ws, x))]
 
 
+def kv_decode_step():
+    """Autoregressive decode with a KV cache updated by dynamic_update_slice (in place),
+    donated, inside a fori_loop over steps."""
+    L, H, T, D = 2, 4, 128, 64
+    ks = _init(jax.random.PRNGKey(8), [(H * D, 3 * H * D)] * L)
+    cache = jnp.zeros((L, 2, T, H, D))
+    x = jnp.ones((1, H * D))
+
+    def step(i, carry):
+        cache, x = carry
+        for l in range(L):
+            q, k, v = jnp.split(x @ ks[l], 3, axis=-1)
+            cache = lax.dynamic_update_slice(cache, k.reshape(1, 1, 1, H, D), (l, 0, i, 0, 0))
+            cache = lax.dynamic_update_slice(cache, v.reshape(1, 1, 1, H, D), (l, 1, i, 0, 0))
+            att = jnp.einsum("hd,thd->ht", q.reshape(H, D), cache[l, 0])
+            x = jnp.einsum("ht,thd->hd", jax.nn.softmax(att, -1), cache[l, 1]).reshape(1, H * D)
+        return cache, jnp.tanh(x)
+
+    def kv_decode_step(cache, x):
+        return lax.fori_loop(0, 16, step, (cache, x))
+
+    return [(jax.jit(kv_decode_step, donate_argnums=0), (cache, x))]
+
+
+def batchnorm_cnn_step():
+    """Conv + batch norm + average pool, Adam-style update with optimizer state."""
+    B, C = 16, 24
+    k1, k2, w = _init(jax.random.PRNGKey(9), [(3, 3, 3, C), (3, 3, C, C), (C, 10)])
+    x = jnp.ones((B, 24, 24, 3))
+    y = jax.nn.one_hot(jnp.arange(B) % 10, 10)
+
+    def bn(h):
+        m = h.mean((0, 1, 2)); v = h.var((0, 1, 2))
+        return (h - m) * lax.rsqrt(v + 1e-5)
+
+    def loss(p, x, y):
+        a, b, w = p
+        h = jax.nn.relu(bn(lax.conv_general_dilated(x, a, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))))
+        h = jax.nn.relu(bn(lax.conv_general_dilated(h, b, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))))
+        return -jnp.mean(jnp.sum(jax.nn.log_softmax(h.mean((1, 2)) @ w) * y, -1))
+
+    @jax.jit
+    def batchnorm_cnn_step(p, m, v, x, y):
+        g = jax.grad(loss)(p, x, y)
+        m = jax.tree_util.tree_map(lambda a, b: 0.9 * a + 0.1 * b, m, g)
+        v = jax.tree_util.tree_map(lambda a, b: 0.99 * a + 0.01 * b * b, v, g)
+        p = jax.tree_util.tree_map(lambda a, b, c: a - 1e-3 * b * lax.rsqrt(c + 1e-8), p, m, v)
+        return p, m, v
+
+    p = (k1, k2, w)
+    z = jax.tree_util.tree_map(jnp.zeros_like, p)
+    return [(batchnorm_cnn_step, (p, z, z, x, y))]
+
+
 PROGRAMS = {
     "scan_train_step": scan_train_step,
     "remat_train_step": remat_train_step,
@@ -275,4 +329,6 @@ PROGRAMS = {
     "shardmap_step": shardmap_step,
     "scan_remat_step": scan_remat_step,
     "unrolled48_train_step": lambda: unrolled_transformer(layers=48),
+    "kv_decode_step": kv_decode_step,
+    "batchnorm_cnn_step": batchnorm_cnn_step,
 }
