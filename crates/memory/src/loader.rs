@@ -226,6 +226,11 @@ pub fn from_proto_bytes(bytes: Vec<u8>, path: &Path, fallback_name: &str, progra
             }
         }
     }
+    if chosen.is_none() {
+        // XProf's fallback: the trace with most events on buffers of memory space 0.
+        let on_space0 = |t: &crate::proto::hlo::ProtoTrace| t.events.iter().filter(|e| buffer_pos.get(&e.buffer_id).map_or(false, |&b| allocations[buffers[b].allocation].color == 0)).count();
+        chosen = proto.traces.iter().enumerate().map(|(t, tr)| (t, on_space0(tr))).filter(|&(_, n)| n > 0).max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map(|(t, _)| t);
+    }
     let mut traces = proto.traces;
     let liveness = match chosen {
         Some(t) => {
