@@ -24,7 +24,19 @@ MODULES = {
     "remat_train_step": ["jit_remat_train_step"],
     "multi_module": ["jit_multi_encode", "jit_multi_decode"],
     "unrolled_train_step": ["jit_unrolled_train_step"],
+    "cnn_train_step": ["jit_cnn_train_step"],
+    "spmd_train_step": ["jit_spmd_train_step"],
+    "remat_policy_train_step": ["jit_remat_policy_train_step"],
+    "while_tuple_step": ["jit_while_tuple_step"],
+    "shardmap_step": ["jit_shardmap_step"],
+    "scan_remat_step": ["jit_scan_remat_step"],
+    "unrolled48_train_step": ["jit_unrolled_train_step"],
+    "kv_decode_step": ["jit_kv_decode_step"],
+    "batchnorm_cnn_step": ["jit_batchnorm_cnn_step"],
 }
+# Extra XLA flags per program (SPMD over fake CPU devices).
+EXTRA_FLAGS = {"spmd_train_step": "--xla_force_host_platform_device_count=8",
+               "shardmap_step": "--xla_force_host_platform_device_count=8"}
 KEEP = ("-buffer-assignment.txt", "-buffer-assignment-values.txt", "-live-range.txt",
         "_after_optimizations.txt", "_after_optimizations.hlo.pb")
 
@@ -32,7 +44,7 @@ KEEP = ("-buffer-assignment.txt", "-buffer-assignment-values.txt", "-live-range.
 def child(out, name):
     dump = os.path.join(out, "xla_dump")
     os.environ["XLA_FLAGS"] = (f"--xla_dump_to={dump} --xla_dump_hlo_as_text --xla_dump_hlo_as_proto "
-                               f"--xla_dump_hlo_module_re=^({'|'.join(MODULES[name])})$")
+                               f"--xla_dump_hlo_module_re=^({'|'.join(MODULES[name])})$ {EXTRA_FLAGS.get(name, '')}")
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     sys.path.insert(0, HERE)
     import jax

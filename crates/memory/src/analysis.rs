@@ -162,6 +162,11 @@ pub fn replay_trace(m: &ModuleData, events: &[HeapEvent]) -> Result<TempProfile,
 /// Sweep of live ranges for the temp allocations of memory color 0. Values at the same
 /// offset of the same allocation share memory: per moment only the largest live one counts.
 pub fn sweep_schedule(m: &ModuleData, sequence: &[String], max: u64, ranges: &[Option<(u64, u64)>]) -> TempProfile {
+    sweep_schedule_color(m, sequence, max, ranges, 0)
+}
+
+/// [`sweep_schedule`] for the temp allocations of memory color `color`.
+pub fn sweep_schedule_color(m: &ModuleData, sequence: &[String], max: u64, ranges: &[Option<(u64, u64)>], color: u64) -> TempProfile {
     // The parser guarantees max <= sequence length + 1 and every range end <= max.
     let len = usize::try_from(max).unwrap_or(usize::MAX).min(sequence.len() + 1) + 1;
     let mut delta = vec![0i64; len + 1];
@@ -170,7 +175,10 @@ pub fn sweep_schedule(m: &ModuleData, sequence: &[String], max: u64, ranges: &[O
     let mut groups: crate::model::FastMap<(usize, u64), Vec<(u64, u64, usize)>> = Default::default();
     for (i, b) in m.buffers.iter().enumerate() {
         let a = &m.allocations[b.allocation];
-        if !a.is_temp() || a.color != 0 {
+        // The tuple table of a multi-output instruction (a top-level tuple-shaped value) is
+        // placed in the temp allocation outside the heap simulation, so XProf's replay of
+        // the heap-simulator trace never sees it: leave it out of the temp heap too.
+        if !a.is_temp() || a.color != color || b.shape.starts_with('(') {
             continue;
         }
         if let Some(Some((s, e))) = ranges.get(i) {
@@ -204,8 +212,19 @@ pub fn sweep_schedule(m: &ModuleData, sequence: &[String], max: u64, ranges: &[O
     let t = peak_index as u64;
     let mut live: Vec<(u64, u64, usize)> = Vec::new();
     if peak > 0 {
+        // In-place updates keep the operand's name (see crate::inplace); read the HLO text
+        // only when a shared offset at the peak needs it.
+        let needs = groups.values().any(|g| g.len() > 1 && g.iter().any(|&(s, e, _)| s <= t && t <= e));
+        let in_place = match (&m.labels, needs) {
+            (crate::model::LabelSource::Text { hlo_text: Some(p), .. }, true) => crate::inplace::in_place_instructions(p),
+            _ => Default::default(),
+        };
         for members in groups.values() {
-            if let Some(x) = shown_at(members, t, |i| (m.buffers[i].size, m.buffers[i].id)) {
+            if let Some(x) = shown_at(members, t, |i| (m.buffers[i].size, m.buffers[i].id), |i| {
+                // Tuple elements (while/call parameters and results) alias their operands.
+                let b = &m.buffers[i];
+                (b.index.is_empty() || b.index == "{}") && !in_place.contains(&b.instruction)
+            }) {
                 live.push(x);
             }
         }
@@ -226,7 +245,10 @@ pub fn sweep_schedule(m: &ModuleData, sequence: &[String], max: u64, ranges: &[O
 /// ranges; the heap simulator keeps the first of such a run as the canonical buffer, so
 /// the run's first value is shown, not the one whose own range covers `t`. Among runs
 /// live at `t`, the largest wins (it is the one the per-offset maximum counted).
-fn shown_at(members: &[(u64, u64, usize)], t: u64, key: impl Fn(usize) -> (u64, u64)) -> Option<(u64, u64, usize)> {
+///
+/// A value that starts exactly when its run's memory dies revives it (the simulator frees,
+/// then shares) and is shown from then on, unless `revives` says it updates in place.
+fn shown_at(members: &[(u64, u64, usize)], t: u64, key: impl Fn(usize) -> (u64, u64), revives: impl Fn(usize) -> bool) -> Option<(u64, u64, usize)> {
     if !members.iter().any(|&(s, e, _)| s <= t && t <= e) {
         return None;
     }
@@ -240,6 +262,9 @@ fn shown_at(members: &[(u64, u64, usize)], t: u64, key: impl Fn(usize) -> (u64, 
         let size = key(x.2).0;
         match open.get(&size).copied().filter(|&r| x.0 <= runs[r].1.saturating_add(1)) {
             Some(r) => {
+                if x.0 == runs[r].1 && revives(x.2) {
+                    runs[r].0 = x;
+                }
                 runs[r].1 = runs[r].1.max(x.1);
                 runs[r].2 |= covers;
             }

@@ -30,6 +30,10 @@ pub struct ModuleFiles {
     pub hlo_proto: Option<PathBuf>,
     /// `.hlo.pb.gz`, which this tool does not decompress.
     pub compressed_proto: Option<PathBuf>,
+    /// The module's HloProto inside a profile (`<host>.xplane.pb`).
+    pub xplane: Option<crate::xplane::XSpaceModule>,
+    /// Hosts of the profile whose XSpace carries this module (name and program id).
+    pub hosts: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -63,11 +67,14 @@ impl DumpModule {
         let use_proto = match pref {
             SourcePreference::Proto => true,
             SourcePreference::Text => false,
-            SourcePreference::Auto => f.hlo_proto.is_some() || f.buffer_assignment.is_none(),
+            SourcePreference::Auto => f.hlo_proto.is_some() || f.xplane.is_some() || f.buffer_assignment.is_none(),
         };
         if use_proto {
             if let Some(p) = &f.hlo_proto {
                 return loader::from_proto(p, &self.name, self.program_id);
+            }
+            if let Some(x) = &f.xplane {
+                return loader::from_proto_bytes(x.read_proto()?, &x.path, &self.name, self.program_id);
             }
             if let Some(gz) = &f.compressed_proto {
                 return Err(MemoryError::Incomplete {
@@ -87,6 +94,11 @@ impl DumpModule {
 
     pub fn analyze(&self, preference: SourcePreference) -> Result<ModuleReport, MemoryError> {
         build_report(&self.load(preference)?)
+    }
+
+    /// The report for one memory space (0 = device/HBM, 5 = host; see [`crate::spaces`]).
+    pub fn analyze_space(&self, preference: SourcePreference, space: u64) -> Result<ModuleReport, MemoryError> {
+        crate::report::build_report_for(&self.load(preference)?, space)
     }
 }
 
@@ -156,24 +168,58 @@ pub fn load_dump(path: &Path) -> Result<Dump, MemoryError> {
 
 /// Like [`load_dump`] over several paths; files named explicitly must be dump files.
 pub fn load_dump_paths(paths: &[PathBuf]) -> Result<Dump, MemoryError> {
+    load_dump_with(paths, &LoadOptions::default())
+}
+
+/// How to read profile log directories.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Profile run (`plugins/profile/<run>/`) to read; default: the newest (greatest name).
+    pub run: Option<String>,
+}
+
+/// Like [`load_dump_paths`], with options for profile directories.
+pub fn load_dump_with(paths: &[PathBuf], options: &LoadOptions) -> Result<Dump, MemoryError> {
     let mut by_prefix: BTreeMap<(PathBuf, String), (ModuleFiles, SourcePreference)> = BTreeMap::new();
+    let mut xplanes: Vec<(PathBuf, bool)> = Vec::new();
     let root = paths.first().cloned().unwrap_or_default();
+    // Profile runs seen under directories: files in runs other than the chosen one are left out.
+    let mut found: Vec<(PathBuf, String)> = Vec::new();
     for path in paths {
         let meta = std::fs::metadata(path).map_err(|e| MemoryError::io(path, e))?;
         if meta.is_dir() {
-            walk(path, 0, &mut |dir, name| {
+            walk(path, 0, &mut |dir, name| found.push((dir.to_path_buf(), name.to_string())))?;
+        }
+    }
+    let chosen_run = crate::profile::choose_run(found.iter().map(|(d, _)| d.as_path()), options.run.as_deref(), &root)?;
+    for path in paths {
+        let meta = std::fs::metadata(path).map_err(|e| MemoryError::io(path, e))?;
+        if meta.is_dir() {
+            for (dir, name) in &found {
+                if !dir.starts_with(path) || !crate::profile::in_run(dir, chosen_run.as_deref()) {
+                    continue;
+                }
+                let (dir, name) = (dir.as_path(), name.as_str());
+                if name.ends_with(".xplane.pb") {
+                    xplanes.push((dir.join(name), false));
+                    continue;
+                }
                 if let Some((prefix, kind)) = classify(name) {
                     let entry = by_prefix.entry((dir.to_path_buf(), prefix.to_string())).or_default();
                     set(&mut entry.0, kind, dir.join(name));
                 }
-            })?;
+            }
         } else {
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if name.ends_with(".xplane.pb") {
+                xplanes.push((path.clone(), true));
+                continue;
+            }
             let Some((prefix, kind)) = classify(name) else {
                 return Err(MemoryError::parse(
                     path,
                     0,
-                    "not a recognised XLA dump file (expected *-buffer-assignment.txt, *-buffer-assignment-values.txt, *-live-range.txt, *.hlo.pb or *.hlo_proto.pb)",
+                    "not a recognised XLA dump file (expected *-buffer-assignment.txt, *-buffer-assignment-values.txt, *-live-range.txt, *.hlo.pb, *.hlo_proto.pb or a profile's *.xplane.pb)",
                 ));
             };
             let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -212,6 +258,7 @@ pub fn load_dump_paths(paths: &[PathBuf]) -> Result<Dump, MemoryError> {
             DumpModule { name, program_id, prefix, dir, files, preference }
         })
         .collect();
+    crate::profile::merge_xplanes(&mut modules, &xplanes)?;
     if modules.is_empty() {
         return Err(MemoryError::NoDumps { path: root });
     }

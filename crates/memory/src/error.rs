@@ -20,12 +20,15 @@ pub enum MemoryError {
     #[error("{}{}: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
     Inconsistent { path: PathBuf, line: Option<usize>, message: String },
 
-    #[error("{}: no XLA memory dumps found (expected *-buffer-assignment.txt with *-live-range.txt, or *.hlo.pb from XLA_FLAGS=--xla_dump_to=DIR --xla_dump_hlo_as_proto)", path.display())]
+    #[error("{}: no XLA memory dumps found (expected *-buffer-assignment.txt with *-live-range.txt, or *.hlo.pb from XLA_FLAGS=--xla_dump_to=DIR --xla_dump_hlo_as_proto, or a jax.profiler log dir with plugins/profile/<run>/<host>.xplane.pb)", path.display())]
     NoDumps { path: PathBuf },
 
     /// A module's dump lacks what the analysis needs.
     #[error("module {module}: {message}")]
     Incomplete { module: String, message: String },
+
+    #[error("{}: no profile run `{run}`; runs there: {}", path.display(), available.join(", "))]
+    NoRun { path: PathBuf, run: String, available: Vec<String> },
 
     #[error("no module matches `{hint}`; modules in the dump: {}", available.join(", "))]
     ModuleNotFound { hint: String, available: Vec<String> },

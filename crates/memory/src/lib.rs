@@ -4,6 +4,9 @@
 //! assignment + live ranges, or the `*.hlo.pb` HloProto) and reports, per module, the
 //! peak memory, the buffers live at the peak and memory over program order, with the
 //! same numbers as XProf's Memory Viewer and `compile().memory_analysis()`.
+//! A `jax.profiler.trace` log directory (or its `<host>.xplane.pb`) works too: the
+//! modules' HloProtos are read from the XSpace's metadata plane ([`xplane`],
+//! [`profile`]). [`spaces`] handles memory spaces other than the device's (host offload).
 //!
 //! ```no_run
 //! let dump = oomdoc_memory::load_dump(std::path::Path::new("/tmp/dump"))?;
@@ -17,17 +20,21 @@ pub mod analysis;
 pub mod dump;
 pub mod error;
 pub mod gpu_oom;
+pub mod inplace;
 pub mod labels;
 pub mod loader;
 pub mod model;
+pub mod profile;
 pub mod proto;
 pub mod render;
 pub mod report;
+pub mod spaces;
 pub mod summary;
 pub mod text;
+pub mod xplane;
 
 pub use analysis::Axis;
-pub use dump::{load_dump, load_dump_paths, Dump, DumpModule, ModuleFiles, SourcePreference};
+pub use dump::{load_dump, load_dump_paths, load_dump_with, Dump, LoadOptions, DumpModule, ModuleFiles, SourcePreference};
 pub use error::MemoryError;
 pub use gpu_oom::{parse_buffer_assignment_oom_report, GpuOomReport, GpuPeakBuffer};
 pub use report::{BufferAtPeak, MemoryReport, ModuleReport, TimelinePoint};

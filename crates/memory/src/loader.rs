@@ -2,7 +2,7 @@
 
 use crate::error::MemoryError;
 use crate::model::{unpadded_size, Allocation, Buffer, LabelSource, Liveness, ModuleData};
-use crate::proto::hlo::{decode_hlo_proto, decode_instruction_at, EventKind, ProtoInstruction};
+use crate::proto::hlo::{decode_hlo_proto, decode_instruction_at, EventKind, HeapEvent, ProtoInstruction};
 use crate::text::{buffer_assignment, live_range, live_range_key};
 use std::collections::HashMap;
 use std::path::Path;
@@ -124,6 +124,7 @@ pub fn from_text(
         liveness,
         labels: LabelSource::Text { values_file, hlo_text: hlo_text.map(Path::to_path_buf) },
         sources,
+        other_traces: Vec::new(),
     })
 }
 
@@ -142,6 +143,12 @@ pub(crate) fn check_total(path: &Path, total: u64, allocations: &[Allocation]) -
 /// From an `xla.HloProto` (`*.hlo.pb`, `*.hlo_proto.pb`).
 pub fn from_proto(path: &Path, fallback_name: &str, program_id: Option<u64>) -> Result<ModuleData, MemoryError> {
     let bytes = std::fs::read(path).map_err(|e| MemoryError::io(path, e))?;
+    from_proto_bytes(bytes, path, fallback_name, program_id)
+}
+
+/// From the bytes of an `xla.HloProto` (e.g. one read out of a profile's XSpace);
+/// `path` names where they came from in messages.
+pub fn from_proto_bytes(bytes: Vec<u8>, path: &Path, fallback_name: &str, program_id: Option<u64>) -> Result<ModuleData, MemoryError> {
     let wire_error = |e: crate::proto::wire::WireError| MemoryError::proto(path, format!("byte {}: {} (is this an xla.HloProto from --xla_dump_hlo_as_proto?)", e.offset, e.message));
     let proto = decode_hlo_proto(&bytes).map_err(wire_error)?;
     // Decode only the instructions that define buffers, once each.
@@ -219,6 +226,11 @@ pub fn from_proto(path: &Path, fallback_name: &str, program_id: Option<u64>) -> 
             }
         }
     }
+    if chosen.is_none() {
+        // XProf's fallback: the trace with most events on buffers of memory space 0.
+        let on_space0 = |t: &crate::proto::hlo::ProtoTrace| t.events.iter().filter(|e| buffer_pos.get(&e.buffer_id).map_or(false, |&b| allocations[buffers[b].allocation].color == 0)).count();
+        chosen = proto.traces.iter().enumerate().map(|(t, tr)| (t, on_space0(tr))).filter(|&(_, n)| n > 0).max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map(|(t, _)| t);
+    }
     let mut traces = proto.traces;
     let liveness = match chosen {
         Some(t) => {
@@ -234,9 +246,25 @@ pub fn from_proto(path: &Path, fallback_name: &str, program_id: Option<u64>) -> 
         }
         None => Liveness::None,
     };
-    // Buffers seen in the trace but assigned nowhere still need a size: add them,
+    // The other traces (other memory spaces) with the allocation owning their first event.
+    let mut other_traces: Vec<(Option<usize>, Vec<HeapEvent>)> = Vec::new();
+    for (t, trace) in traces.into_iter().enumerate() {
+        if Some(t) == chosen || trace.events.is_empty() {
+            continue;
+        }
+        if trace.events.iter().any(|e| !proto.logical_buffers.contains_key(&e.buffer_id) || (e.kind == EventKind::ShareWith && !proto.logical_buffers.contains_key(&e.share_with))) {
+            continue;
+        }
+        let owner = trace.events.first().and_then(|e| buffer_pos.get(&e.buffer_id)).map(|&b| buffers[b].allocation);
+        other_traces.push((owner, trace.events));
+    }
+    // Buffers seen in a trace but assigned nowhere still need a size: add them,
     // outside any allocation's buffer list.
-    if let Liveness::Trace(events) = &liveness {
+    let chosen_events: &[HeapEvent] = match &liveness {
+        Liveness::Trace(events) => events,
+        _ => &[],
+    };
+    for events in std::iter::once(chosen_events).chain(other_traces.iter().map(|(_, e)| e.as_slice())) {
         let temp_alloc = events.first().and_then(|e| buffer_pos.get(&e.buffer_id)).map(|&b| buffers[b].allocation).unwrap_or(0);
         for e in events {
             for id in [Some(e.buffer_id), (e.kind == EventKind::ShareWith).then_some(e.share_with)].into_iter().flatten() {
@@ -269,5 +297,6 @@ pub fn from_proto(path: &Path, fallback_name: &str, program_id: Option<u64>) -> 
         liveness,
         labels: LabelSource::Proto { instructions, instruction_ids, frames: proto.stack_frames },
         sources: vec![path.to_path_buf()],
+        other_traces,
     })
 }

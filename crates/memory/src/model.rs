@@ -103,6 +103,9 @@ pub struct ModuleData {
     pub labels: LabelSource,
     /// The files the facts came from, for messages.
     pub sources: Vec<PathBuf>,
+    /// Heap-simulator traces other than the one in `liveness` (other memory spaces), with
+    /// the allocation (position) that owns each: see [`crate::spaces`].
+    pub other_traces: Vec<(Option<usize>, Vec<HeapEvent>)>,
 }
 
 /// Bytes of a shape without layout padding; tuples and unreadable shapes count as their

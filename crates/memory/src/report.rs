@@ -1,7 +1,7 @@
 //! The analysis result: what `--format json` prints (see `docs/memory.md` for the
 //! contract) plus a few fields for the text and HTML views that are not serialized.
 
-use crate::analysis::{temp_profile, Axis};
+use crate::analysis::Axis;
 use crate::error::MemoryError;
 use crate::labels::{resolve_labels, Label};
 use crate::model::ModuleData;
@@ -41,6 +41,16 @@ pub struct ModuleReport {
     pub fragmentation_bytes: u64,
     pub buffers_at_peak: Vec<BufferAtPeak>,
     pub timeline: Vec<TimelinePoint>,
+    /// The memory space the peak, buffers and timeline are for (0 = device/HBM, 5 = host).
+    pub memory_space: u64,
+    /// `memory_analysis()`'s host twins: allocations in host memory (space 5), which the
+    /// device figures above leave out.
+    pub host_arguments_bytes: u64,
+    pub host_outputs_bytes: u64,
+    pub host_alias_bytes: u64,
+    pub host_temp_bytes: u64,
+    /// Every memory space with an allocation.
+    pub memory_spaces: Vec<crate::spaces::MemorySpaceSummary>,
 
     #[serde(skip)]
     pub program_id: Option<u64>,
@@ -100,23 +110,35 @@ impl ModuleReport {
 }
 
 pub fn build_report(m: &ModuleData) -> Result<ModuleReport, MemoryError> {
-    let profile = temp_profile(m).map_err(|msg| MemoryError::inconsistent(m.sources.first().map(|p| p.as_path()).unwrap_or(std::path::Path::new(&m.name)), None, msg))?;
+    build_report_for(m, crate::spaces::DEVICE_MEMORY_SPACE)
+}
 
-    // memory_analysis() figures (all memory spaces, as XLA's CompiledMemoryStats).
+/// The report for one memory space (XProf's "Memory Types"): its temp heap, its
+/// indefinite allocations; the `memory_analysis()` figures are the module's.
+pub fn build_report_for(m: &ModuleData, space: u64) -> Result<ModuleReport, MemoryError> {
+    let profile = crate::spaces::temp_profile_for(m, space).map_err(|msg| MemoryError::inconsistent(m.sources.first().map(|p| p.as_path()).unwrap_or(std::path::Path::new(&m.name)), None, msg))?;
+
+    // memory_analysis() figures, split device / host as XLA's CompiledMemoryStats
+    // (`PopulateBufferStatsFromAllocations`: host = memory space 5, device = the rest).
+    let host = crate::spaces::HOST_MEMORY_SPACE;
     let sum = |pred: &dyn Fn(&crate::model::Allocation) -> bool| -> u64 { m.allocations.iter().filter(|a| pred(a)).map(|a| a.size).sum() };
-    let arguments_bytes = sum(&|a| a.parameter);
-    let outputs_bytes = sum(&|a| a.maybe_live_out);
-    let alias_bytes = sum(&|a| a.parameter && a.aliased);
-    let temp_bytes = sum(&|a| a.is_temp());
-    let constants_bytes = sum(&|a| a.constant);
+    let arguments_bytes = sum(&|a| a.parameter && a.color != host);
+    let outputs_bytes = sum(&|a| a.maybe_live_out && a.color != host);
+    let alias_bytes = sum(&|a| a.parameter && a.aliased && a.color != host);
+    let temp_bytes = sum(&|a| a.is_temp() && a.color != host);
+    let host_arguments_bytes = sum(&|a| a.parameter && a.color == host);
+    let host_outputs_bytes = sum(&|a| a.maybe_live_out && a.color == host);
+    let host_alias_bytes = sum(&|a| a.parameter && a.aliased && a.color == host);
+    let host_temp_bytes = sum(&|a| a.is_temp() && a.color == host);
+    let constants_bytes = sum(&|a| a.constant && a.color != host);
     let thread_local_bytes = sum(&|a| a.thread_local);
-    let total_allocation_bytes = sum(&|a| a.color == 0 && !a.thread_local);
+    let total_allocation_bytes = sum(&|a| a.color == space && !a.thread_local);
 
     // Indefinite allocations: one representative buffer each (the first largest), and
     // their allocation sizes on top of every point of the temp heap.
     let mut indefinite_bytes = 0u64;
     let mut shown: Vec<usize> = Vec::new();
-    for a in m.allocations.iter().filter(|a| a.color == 0 && a.is_indefinite()) {
+    for a in m.allocations.iter().filter(|a| a.color == space && a.is_indefinite()) {
         let mut best: Option<usize> = None;
         for &b in &a.buffers {
             if best.map_or(true, |x| m.buffers[b].size > m.buffers[x].size) {
@@ -125,7 +147,10 @@ pub fn build_report(m: &ModuleData) -> Result<ModuleReport, MemoryError> {
         }
         if let Some(b) = best {
             indefinite_bytes += a.size;
-            shown.push(b);
+            // XProf shows the representatives only for the default memory space.
+            if space == crate::spaces::DEVICE_MEMORY_SPACE {
+                shown.push(b);
+            }
         }
     }
     shown.extend(profile.live_at_peak.iter().copied());
@@ -207,6 +232,12 @@ pub fn build_report(m: &ModuleData) -> Result<ModuleReport, MemoryError> {
         fragmentation_bytes: total_allocation_bytes.saturating_sub(peak_bytes),
         buffers_at_peak,
         timeline,
+        memory_space: space,
+        host_arguments_bytes,
+        host_outputs_bytes,
+        host_alias_bytes,
+        host_temp_bytes,
+        memory_spaces: crate::spaces::summarize_spaces(m),
         program_id: m.program_id,
         thread_local_bytes,
         temp_peak_bytes: profile.peak_bytes,

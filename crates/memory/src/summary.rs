@@ -17,6 +17,9 @@ pub struct ModuleListing {
     pub peak_bytes: Option<u64>,
     pub temp_bytes: Option<u64>,
     pub error: Option<String>,
+    /// Profile hosts whose XSpace carries the module (empty for dumps).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub hosts: Vec<String>,
 }
 
 /// Every module of a dump analysed: a listing line for each, the reports of those
@@ -45,9 +48,14 @@ impl AllModules {
 impl Dump {
     /// Analyse every module (what the module list and "largest by default" need).
     pub fn analyze_all(&self, source: SourcePreference) -> AllModules {
+        self.analyze_all_space(source, crate::spaces::DEVICE_MEMORY_SPACE)
+    }
+
+    /// [`Dump::analyze_all`] for one memory space.
+    pub fn analyze_all_space(&self, source: SourcePreference, space: u64) -> AllModules {
         let mut all = AllModules { listing: Vec::new(), reports: Vec::new(), first_error: None };
         for m in &self.modules {
-            let (peak_bytes, temp_bytes, error) = match m.analyze(source) {
+            let (peak_bytes, temp_bytes, error) = match m.analyze_space(source, space) {
                 Ok(r) => {
                     let line = (Some(r.peak_bytes), Some(r.temp_bytes), None);
                     all.reports.push(r);
@@ -59,7 +67,7 @@ impl Dump {
                     line
                 }
             };
-            all.listing.push(ModuleListing { name: m.name.clone(), program_id: m.program_id, peak_bytes, temp_bytes, error });
+            all.listing.push(ModuleListing { name: m.name.clone(), program_id: m.program_id, peak_bytes, temp_bytes, error, hosts: m.files.hosts.clone() });
         }
         all
     }

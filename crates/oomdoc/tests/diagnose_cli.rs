@@ -148,6 +148,13 @@ fn dump_attaches_the_failing_modules_memory() {
     assert_eq!(f["id"], "xla-gpu.out-of-memory");
     assert_eq!(f["memory"]["peak_bytes"], 80781468u64, "{out}");
     assert!(!f["culprit"]["allocations"].as_array().unwrap().is_empty());
+    // A jax.profiler log directory instead of a dump (the HloProto from its XSpace).
+    let logdir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../crates/memory/tests/fixtures/profile_multi_module");
+    let plog = "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 918016 bytes. [executable_name='jit_multi_decode']\n";
+    let (code, out, err) = oomdoc(&["diagnose", "-", "--format", "json", "--dump", logdir.to_str().unwrap()], Some(plog));
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["findings"][0]["memory"]["peak_bytes"], 918016u64, "{out}");
     let (code, _, err) = oomdoc(&["diagnose", "-", "--dump", "/nonexistent"], Some(log));
     assert_eq!(code, 2);
     assert!(err.contains("--dump /nonexistent"));

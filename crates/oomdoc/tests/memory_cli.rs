@@ -41,6 +41,8 @@ fn json_follows_the_contract() {
     let mut want = vec![
         "name", "peak_bytes", "peak_unpadded_bytes", "peak_position", "peak_instruction", "arguments_bytes", "outputs_bytes", "alias_bytes", "temp_bytes",
         "constants_bytes", "total_allocation_bytes", "fragmentation_bytes", "buffers_at_peak", "timeline",
+        // Added with memory spaces (issue 13).
+        "memory_space", "host_arguments_bytes", "host_outputs_bytes", "host_alias_bytes", "host_temp_bytes", "memory_spaces",
     ];
     let mut got = keys.clone();
     want.sort();
@@ -124,4 +126,49 @@ fn bad_input_exits_2_with_one_line() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("no XLA memory dumps found"), "{}", stderr(&o));
     assert_eq!(stderr(&o).lines().count(), 1);
+}
+
+/// A jax.profiler log directory and its .xplane.pb: modules listed with their hosts,
+/// the largest analysed, --module and --run.
+#[test]
+fn profile_log_dir_and_xplane_file() {
+    let logdir = fixtures().join("profile_multi_module");
+    let o = oomdoc(&["memory", logdir.to_str().unwrap(), "--list", "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let list = v["modules"].as_array().unwrap();
+    assert_eq!(list.len(), 13);
+    assert!(list.iter().all(|m| m["hosts"] == serde_json::json!(["vm"])), "{v}");
+    let xplane = logdir.join("plugins/profile/2026_11_24_04_12_04/vm.xplane.pb");
+    let o = oomdoc(&["memory", xplane.to_str().unwrap(), "--module", "24", "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["modules"][0]["name"], "jit_multi_decode");
+    assert_eq!(v["modules"][0]["peak_bytes"], 918016u64);
+    let o = oomdoc(&["memory", logdir.to_str().unwrap(), "--run", "2026_11_24_04_12_04"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = oomdoc(&["memory", logdir.to_str().unwrap(), "--run", "nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no profile run `nope`"), "{}", stderr(&o));
+}
+
+/// --memory-space: hbm is the default; host on a CPU dump (everything in space 0) has
+/// an empty peak; an unknown space is a usage error.
+#[test]
+fn memory_space_selector() {
+    let dir = fixtures().join("mlp_train_step");
+    let o = oomdoc(&["memory", dir.to_str().unwrap(), "--memory-space", "hbm", "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["modules"][0]["peak_bytes"], 16_382_096u64);
+    assert_eq!(v["modules"][0]["memory_space"], 0);
+    assert_eq!(v["modules"][0]["memory_spaces"].as_array().unwrap().len(), 1);
+    let o = oomdoc(&["memory", dir.to_str().unwrap(), "--memory-space", "host", "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["modules"][0]["peak_bytes"], 0);
+    assert_eq!(v["modules"][0]["memory_space"], 5);
+    let o = oomdoc(&["memory", dir.to_str().unwrap(), "--memory-space", "vmem?"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown memory space"), "{}", stderr(&o));
 }

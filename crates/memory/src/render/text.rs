@@ -87,6 +87,10 @@ pub fn render_module(r: &ModuleReport, o: &TextOptions) -> String {
     let mut s = String::new();
     let id = r.program_id.map(|i| format!(" (program {i})")).unwrap_or_default();
     let _ = writeln!(s, "Module {}{id}", r.name);
+    if r.memory_space != 0 || r.memory_spaces.len() > 1 {
+        let spaces: Vec<String> = r.memory_spaces.iter().map(|m| format!("{} ({}) {}", m.name, m.memory_space, format_bytes(m.allocation_bytes))).collect();
+        let _ = writeln!(s, "  memory space      {} ({}); allocations per space: {}", crate::spaces::space_name(r.memory_space), r.memory_space, spaces.join(" · "));
+    }
     let at = if r.peak_instruction.is_empty() { String::new() } else { format!(", at {}", r.peak_instruction) };
     let _ = writeln!(s, "  peak memory       {} ({} B) at {} {}{at}", format_bytes(r.peak_bytes), thousands(r.peak_bytes), axis_name(r.axis), r.peak_position);
     let _ = writeln!(
@@ -105,6 +109,16 @@ pub fn render_module(r: &ModuleReport, o: &TextOptions) -> String {
         format_bytes(r.constants_bytes),
         format_bytes(r.thread_local_bytes)
     );
+    if r.host_arguments_bytes + r.host_outputs_bytes + r.host_temp_bytes > 0 {
+        let _ = writeln!(
+            s,
+            "  host memory: arguments {} · outputs {} · aliased {} · temp {} (not in the device peak)",
+            format_bytes(r.host_arguments_bytes),
+            format_bytes(r.host_outputs_bytes),
+            format_bytes(r.host_alias_bytes),
+            format_bytes(r.host_temp_bytes)
+        );
+    }
     let frag_pct = if r.total_allocation_bytes > r.indefinite_bytes {
         100.0 * r.fragmentation_bytes as f64 / (r.total_allocation_bytes - r.indefinite_bytes) as f64
     } else {
@@ -165,15 +179,20 @@ pub fn render_listing(list: &[ModuleListing], selected: Option<(&str, Option<u64
     let _ = writeln!(s, "{} modules in the dump (largest peak first):", list.len());
     let mut sorted: Vec<&ModuleListing> = list.iter().collect();
     sorted.sort_by(|a, b| b.peak_bytes.cmp(&a.peak_bytes));
+    // Several profile hosts: say which host's XSpace carries each module.
+    let mut all_hosts: Vec<&String> = list.iter().flat_map(|m| &m.hosts).collect();
+    all_hosts.sort();
+    all_hosts.dedup();
     for m in sorted {
+        let hosts = if all_hosts.len() > 1 { format!("  [{}]", m.hosts.join(", ")) } else { String::new() };
         let mark = if selected == Some((m.name.as_str(), m.program_id)) { "→" } else { " " };
         let id = m.program_id.map(|i| i.to_string()).unwrap_or_else(|| "-".into());
         match (&m.peak_bytes, &m.error) {
             (Some(p), _) => {
-                let _ = writeln!(s, " {mark} {:>6}  {:>12}  {}", id, format_bytes(*p), m.name);
+                let _ = writeln!(s, " {mark} {:>6}  {:>12}  {}{hosts}", id, format_bytes(*p), m.name);
             }
             (None, Some(e)) => {
-                let _ = writeln!(s, " {mark} {:>6}  {:>12}  {}  ({})", id, "error", m.name, cut(e, 100));
+                let _ = writeln!(s, " {mark} {:>6}  {:>12}  {}{hosts}  ({})", id, "error", m.name, cut(e, 100));
             }
             _ => {}
         }

@@ -46,8 +46,9 @@ pub struct DiagnoseArgs {
     /// Colour in text output.
     #[arg(long, value_enum, default_value = "auto")]
     pub color: ColorChoice,
-    /// XLA dump directory (`XLA_FLAGS=--xla_dump_to=DIR`): attach the failing module's
-    /// peak and its largest buffers at the peak to each finding that names a module.
+    /// XLA dump directory (`XLA_FLAGS=--xla_dump_to=DIR`) or `jax.profiler.trace` log
+    /// directory: attach the failing module's peak and its largest buffers at the peak
+    /// to each finding that names a module.
     #[arg(long, value_name = "DIR")]
     pub dump: Option<PathBuf>,
     /// Keep reading one log as it grows (like `tail -f`) and print each failure as soon as

@@ -4,14 +4,15 @@
 use crate::cli_error::CliError;
 use clap::{Args, ValueEnum};
 use oomdoc_memory::render::{html, json, text};
-use oomdoc_memory::{load_dump_paths, DumpModule, MemoryReport, ModuleListing, ModuleReport, SourcePreference};
+use oomdoc_memory::{load_dump_with, LoadOptions, MemoryReport, ModuleListing, ModuleReport, SourcePreference};
 use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct MemoryArgs {
     /// A dump directory (XLA_FLAGS=--xla_dump_to=DIR), or files from it
-    /// (*-buffer-assignment.txt, *-live-range.txt, *.hlo.pb, *.hlo_proto.pb).
+    /// (*-buffer-assignment.txt, *-live-range.txt, *.hlo.pb, *.hlo_proto.pb), or a
+    /// jax.profiler.trace log directory / its <host>.xplane.pb files.
     #[arg(required = true, value_name = "DUMP")]
     pub paths: Vec<PathBuf>,
 
@@ -40,6 +41,15 @@ pub struct MemoryArgs {
     #[arg(long, value_enum, default_value_t = Source::Auto)]
     pub source: Source,
 
+    /// Memory space to analyse, like XProf's Memory Types: hbm (0, the default), host (5)
+    /// or a number. Allocations of other spaces never count in its peak.
+    #[arg(long, value_name = "SPACE", default_value = "hbm")]
+    pub memory_space: String,
+
+    /// Profile run to read in a log directory (plugins/profile/<RUN>/). Default: the newest.
+    #[arg(long, value_name = "RUN")]
+    pub run: Option<String>,
+
     /// Buffers to list in the text report.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub top: usize,
@@ -65,15 +75,16 @@ pub fn run(args: MemoryArgs) -> Result<(), CliError> {
         Source::Text => SourcePreference::Text,
         Source::Proto => SourcePreference::Proto,
     };
-    let dump = load_dump_paths(&args.paths).map_err(|e| CliError::usage(e.to_string()))?;
+    let space = oomdoc_memory::spaces::parse_memory_space(&args.memory_space).map_err(CliError::usage)?;
+    let dump = load_dump_with(&args.paths, &LoadOptions { run: args.run.clone() }).map_err(|e| CliError::usage(e.to_string()))?;
 
     let mut listing: Vec<ModuleListing> = Vec::new();
     let reports: Vec<ModuleReport> = if let Some(hint) = &args.module {
         let module = dump.select(hint).map_err(|e| CliError::usage(e.to_string()))?;
-        vec![analyze(module, source)?]
+        vec![module.analyze_space(source, space).map_err(|e| CliError::usage(e.to_string()))?]
     } else {
         // Every module is analysed to list its peak; keep the reports for --all.
-        let mut all = dump.analyze_all(source);
+        let mut all = dump.analyze_all_space(source, space);
         listing = std::mem::take(&mut all.listing);
         if args.all || args.list {
             if all.reports.is_empty() {
@@ -127,8 +138,4 @@ pub fn run(args: MemoryArgs) -> Result<(), CliError> {
 
 fn no_module(first_error: Option<oomdoc_memory::MemoryError>) -> CliError {
     CliError::usage(first_error.map(|e| e.to_string()).unwrap_or_else(|| "no module could be analysed".into()))
-}
-
-fn analyze(module: &DumpModule, source: SourcePreference) -> Result<ModuleReport, CliError> {
-    module.analyze(source).map_err(|e| CliError::usage(e.to_string()))
 }
