@@ -221,11 +221,10 @@ const CONTEXT_WORDS: &[&str] = &[
 /// the negative corpora, the non-failure lines of the positive corpora, Python sources)
 /// — rare, shared by many triggers, and few enough for Teddy (at most 64).
 pub const ANCHORS: &[&str] = &[
-    " memory ", "200:", "ALLOC", "Aborting", "Attempti", "BufferAs", "E010", "E100", "E200", "E300", "ENOMEM", "Hbm usag", "KV cache",
-    "LLVM ERR", "MEMORY", "Memory", "No v", "OOM", "Resource", "SIGKILL", "SOURCE_E", "TPU_", "Tensor w", "XLA_", "_STATUS_", "bad_allo",
-    "c failed", "cache bl", "celerato", "code 137", "code: -9", "cudnn co", "ed d", "efaultCP", "emory sp", "enough m", "exceed", "from dev",
-    "halted ", "icient m", "ille", "kill", "llocati", "locate o", "memref.a", "openxla.", "otal ", "posix_me", "rogram", "rrno 12]",
-    "status 1", "t alloca", "tartup i", "to alloc", "ut got b", "ut of", "ut-of-me",
+    " 137", " compil", " device:", " than ", " to r", " when wa", "200:", "ALLOC", "E010", "E100", "E200", "E300", "EL0004", "ENOMEM",
+    "Hbm usag", "LLVM ERR", "MEMORY", "No v", "OOM", "SIGKILL", "SOURCE_E", "TPU_", "Tensor w", "XLA_", "_STATUS_", "ase ", "cache",
+    "celerato", "code: -9", "cudnn co", "ed d", "emory", "esource", "halted ", "ille", "kill", "lloc", "ode 2: ", "openxla.", "otal ",
+    "pooled_s", "posix_me", "rogram", "rrno 12]", "uffer",
 ];
 
 /// Every start trigger: the scanner's own list plus each family module's, without repeats.

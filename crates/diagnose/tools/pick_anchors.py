@@ -13,7 +13,7 @@ templates (benches/scan_throughput.rs), tests/corpus/negatives.jsonl and
 tests/corpus/negatives/*.jsonl (real texts users pasted: training logs, memory
 summaries, nvidia-smi tables, non-memory errors).
 
-Usage: python3 crates/diagnose/tools/pick_anchors.py
+Usage: python3 crates/diagnose/tools/pick_anchors.py [LIMIT_PER_MB] [--prefix] [--list]
 It reads the trigger lists from the sources (scan.rs START_TRIGGERS and CONTEXT_WORDS,
 each recognize/*.rs TRIGGERS) and prints the anchors as a Rust array for scan.rs ANCHORS.
 """
@@ -54,8 +54,8 @@ def reference_text():
 
 TRIGGERS = []
 args = [a for a in sys.argv[1:] if not a.startswith('--')]
-LIMIT = float(args[0]) if args else 20
-WHOLE = '--whole' in sys.argv
+LIMIT = float(args[0]) if args else 300
+WHOLE = '--prefix' not in sys.argv
 LIST = '--list' in sys.argv
 
 def rust_list(src, name):
@@ -95,8 +95,11 @@ def main():
     anchors = []
     while uncovered:
         # A candidate line costs one short automaton run, so an anchor seen up to about
-        # once per 500 lines (20 per MB) is cheap; among those, cover the most triggers,
-        # then the rarest and longest (Teddy verifies fewer false fingerprints).
+        # once in 30 lines (300 per MB) is cheap, while every extra anchor slows Teddy
+        # down (measured with examples/anchor_speed.rs: 45 anchors 3.7 GB/s, 57 anchors
+        # 0.8 GB/s on the benchmark's lines). Among the cheap ones, cover the most
+        # triggers, then the rarest and longest. (`--prefix` costs an anchor by its
+        # three-byte prefix instead; it picked more anchors and ran slower.)
         best = min((c for c in cands if cands[c] & uncovered),
                    key=lambda c: (cost[c] > LIMIT, -len(cands[c] & uncovered), cost[c], -len(c)))
         anchors.append(best)

@@ -51,7 +51,7 @@ pub const TRIGGERS: &[&str] = &[
 
 grammar!(
     cupy_new,
-    r"(?:(?:cupy\.cuda\.memory\.)?OutOfMemoryError: )?Out of memory allocating (?P<req>[0-9][0-9,]*) bytes(?: \(allocated so far: (?P<alloc>[0-9][0-9,]*) bytes(?:, limit set to: (?P<lim>[0-9][0-9,]*) bytes)?\)\.?)?"
+    r"(?P<pre>(?:cupy\.cuda\.memory\.)?OutOfMemoryError: )?Out of memory allocating (?P<req>[0-9][0-9,]*) bytes(?: \(allocated so far: (?P<alloc>[0-9][0-9,]*) bytes(?:, limit set to: (?P<lim>[0-9][0-9,]*) bytes)?\)\.?)?"
 );
 grammar!(cupy_old, r"(?:(?:cupy\.cuda\.memory\.)?OutOfMemoryError: )?out of memory to allocate (?P<req>\d+) bytes \(total (?P<alloc>\d+) bytes\)");
 grammar!(numba, r"(?:CudaAPIError: )?(?:\[(?P<code>[\w.]+)\] )?Call to (?P<fn>cu\w+) results in CUDA_ERROR_OUT_OF_MEMORY(?: \((?P<code2>\d+)\))?");
@@ -103,6 +103,12 @@ fn device_hit(id: &'static str, start: usize, end: usize, platform: Platform) ->
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     if has(t, "Out of memory allocating") {
         for c in cupy_new().captures_iter(t) {
+            // XLA:CPU prints the same four words ("RESOURCE_EXHAUSTED: Out of memory allocating N
+            // bytes."): CuPy's own message always goes on with "(allocated so far", or comes
+            // behind its exception name when a paste cut it short.
+            if c.name("pre").is_none() && c.name("alloc").is_none() {
+                continue;
+            }
             let m = c.get(0).unwrap();
             let mut h = device_hit("cupy.out-of-memory", m.start(), m.end(), Platform::Cuda);
             for (g, k) in [("req", SizeKey::Requested), ("alloc", SizeKey::Allocated), ("lim", SizeKey::Limit)] {

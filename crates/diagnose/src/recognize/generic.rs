@@ -99,6 +99,11 @@ grammar!(
 grammar!(w_host_weak, r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b");
 grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|\bdevice memory\b|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bRMM_\w+|\bDirectML\b|\bDML\b|\bVulkan\b");
 
+grammar!(
+    other_cause,
+    r"(?i):\s*(?:invalid argument|invalid value|permission denied|operation not (?:permitted|supported)|not supported|no such file|device (?:is )?lost|bad address|device or resource busy)\b"
+);
+
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     let existing: Vec<(usize, usize)> = hits.iter().map(|h| (h.start, h.end)).collect();
     let mut found: Vec<Hit> = Vec::new();
@@ -119,6 +124,11 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             continue;
         }
         if operators().is_match(line) && !error_marker().is_match(before) {
+            continue;
+        }
+        // "failed to allocate …: invalid argument": the call failed, and it says why, for
+        // a reason that is not a lack of memory (errno strings, driver error names).
+        if other_cause().is_match(&t[m.end()..le]) {
             continue;
         }
         // A phrase quoted inside a sentence is a mention ("catch exceptions with 'CUDA out of memory'").
