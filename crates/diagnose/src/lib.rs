@@ -22,6 +22,7 @@ pub mod dump;
 pub mod facts;
 pub mod finding;
 pub mod hardware;
+pub mod live;
 pub mod normalize;
 pub mod recognize;
 pub mod render;
@@ -43,6 +44,8 @@ pub struct Options {
     pub lang: Lang,
     /// An XLA dump directory (`--xla_dump_to`): attach the failing module's memory at its peak.
     pub dump: Option<std::path::PathBuf>,
+    /// Facts from the running program (the Python package's `diagnose_exception`).
+    pub facts: Option<live::LiveFacts>,
 }
 
 /// At most this many distinct findings are kept (repeats are counted, not stored).
@@ -112,7 +115,10 @@ impl Collector {
                 if let Some(dir) = &opts.dump {
                     dump::attach(f, dir);
                 }
-                let facts: Facts = facts::compute(f, &p.flags, &p.block_text, expandable);
+                let mut facts: Facts = facts::compute(f, &p.flags, &p.block_text, expandable);
+                if let Some(l) = &opts.facts {
+                    live::apply(f, l, &mut facts);
+                }
                 if f.framework.is_none() {
                     f.framework = context::frameworks(&p.block_text).first().map(|s| s.to_string());
                 }

@@ -53,7 +53,7 @@ pub fn run(args: DiagnoseArgs) -> Result<(), CliError> {
             return Err(CliError::usage(format!("--dump {}: no such file or directory", d.display())));
         }
     }
-    let opts = Options { lang: args.lang, dump: args.dump.clone() };
+    let opts = Options { lang: args.lang, dump: args.dump.clone(), ..Default::default() };
     let (reader, name): (Box<dyn Read>, String) = match &args.log {
         None => (Box::new(io::stdin().lock()), "standard input".into()),
         Some(p) if p.as_os_str() == "-" => (Box::new(io::stdin().lock()), "standard input".into()),
