@@ -203,6 +203,12 @@ def _no_finding_text(report: Dict[str, Any]) -> str:
     if "total_bytes" in t:
         lines.append(f"  device {t.get('device_name')}: {t['free_bytes']} of {t['total_bytes']} bytes free; "
                      f"PyTorch allocated {t.get('allocated_bytes')}, reserved {t.get('reserved_bytes')}")
+    j = report["facts"]["frameworks"].get("jax", {})
+    if j:
+        ms = j.get("memory_stats") or {}
+        mem = f", {ms['bytes_in_use']} of {ms['bytes_limit']} bytes in use" if "bytes_limit" in ms and "bytes_in_use" in ms else ""
+        lines.append(f"  JAX {j.get('version')}: backend {j.get('backend')}, device {j.get('device_kind')}{mem}")
+    lines.append(f"  message: {ex['message'].splitlines()[0][:300] if ex['message'] else '(empty)'}")
     lines.append("  run `oomdoc explain --list` for the failure families")
     return "\n".join(lines) + "\n"
 

@@ -98,7 +98,8 @@ mod tests {
 
     #[test]
     fn live_facts_enter_the_diagnosis() {
-        let log = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 1.66 GiB is free. Of the allocated memory 20.00 GiB is allocated by PyTorch, and 3.00 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.";
+        // Real message: https://github.com/pytorch/pytorch/issues/16417 (tests/corpus/dev.jsonl).
+        let log = "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.00 MiB. GPU 0 has a total capacity of 23.65 GiB of which 11.06 MiB is free. Including non-PyTorch memory, this process has 23.60 GiB memory in use. Of the allocated memory 22.90 GiB is allocated by PyTorch, and 194.87 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)";
         let plain = crate::diagnose_text(log, &crate::Options::default());
         let mut live = LiveFacts::default();
         live.env.insert("PYTORCH_CUDA_ALLOC_CONF".into(), "expandable_segments:True".into());
@@ -107,5 +108,18 @@ mod tests {
         let mentions = |r: &crate::Report| r.findings[0].fixes.iter().filter(|x| serde_json::to_string(x).unwrap().contains("expandable_segments:True")).count();
         assert!(mentions(&plain) > 0, "the plain diagnosis suggests expandable segments");
         assert!(mentions(&with) < mentions(&plain), "an allocator setting already present is not suggested again");
+    }
+
+    #[test]
+    fn chip_decides_whether_a_raised_limit_fits() {
+        // Real message: https://github.com/haoliuhl/ringattention/issues/11 (tests/corpus/dev.jsonl).
+        let log = "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space vmem. Used 59.79M of 16.00M vmem. Exceeded vmem capacity by 43.79M.";
+        let on = |kind: &str| {
+            let live = LiveFacts { tpu_device_kind: Some(kind.into()), ..Default::default() };
+            let r = crate::diagnose_text(log, &crate::Options { facts: Some(live), ..Default::default() });
+            serde_json::to_string(&r.findings[0].fixes).unwrap()
+        };
+        let v5e = on("TPU v5 lite");
+        assert_ne!(v5e, on("TPU v4"), "the chip changes the advice");
     }
 }
