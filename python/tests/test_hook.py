@@ -192,14 +192,17 @@ def test_torch_adapter_and_allocator_setting_not_suggested_again(monkeypatch):
 
 
 def test_tpu_chip_enters_the_diagnosis():
-    # Real message: https://github.com/haoliuhl/ringattention/issues/11 (tests/corpus/dev.jsonl).
-    text = "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space vmem. Used 59.79M of 16.00M vmem. Exceeded vmem capacity by 43.79M."
+    # Real message: https://github.com/vllm-project/tpu-inference/pull/3407 (tests/corpus/dev.jsonl).
+    text = "CompileTimeScopedVmemOom: Ran out of memory in memory space vmem ... for\n%flash_attention.1 = bf16[1,16,25344,80] ... Scoped allocation with size\n37.22M and limit 32.00M exceeded scoped vmem limit by 5.22M."
     from oomdoc import _core
 
-    def fixes(kind):
-        return json.loads(_core.diagnose_text(text, "en", json.dumps({"tpu_device_kind": kind}))[0])["findings"][0]["fixes"]
+    def dead_ends(kind):
+        r = json.loads(_core.diagnose_text(text, "en", json.dumps({"tpu_device_kind": kind}))[0])
+        return [d["id"] for d in r["findings"][0]["dead_ends"]]
 
-    assert fixes("TPU v5 lite") != fixes("TPU v4")
+    # 38 MiB fits under v6e's 128 MiB of VMEM, not under v4's 16 MiB.
+    assert "limit-above-physical" in dead_ends("TPU v4")
+    assert "limit-above-physical" not in dead_ends("TPU v6 lite")
 
 
 def test_ipython_handler_registration():
