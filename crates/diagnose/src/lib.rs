@@ -24,6 +24,7 @@ pub mod finding;
 pub mod hardware;
 pub mod multi;
 pub mod input;
+pub mod live;
 pub mod normalize;
 pub mod recognize;
 pub mod render;
@@ -49,6 +50,8 @@ pub struct Options {
     /// Threads for the literal search of one log: 0 = every core. Callers that
     /// diagnose many logs at once give each 1 and run the logs in parallel.
     pub threads: usize,
+    /// Facts from the running program (the Python package's `diagnose_exception`).
+    pub facts: Option<live::LiveFacts>,
 }
 
 /// Distinct non-fatal findings kept (warnings, recognized non-memory errors); past
@@ -153,7 +156,10 @@ impl Collector {
                 if let Some(dir) = &opts.dump {
                     dump::attach(f, dir);
                 }
-                let facts: Facts = facts::compute(f, &p.flags, &p.block_text, expandable);
+                let mut facts: Facts = facts::compute(f, &p.flags, &p.block_text, expandable);
+                if let Some(l) = &opts.facts {
+                    live::apply(f, l, &mut facts);
+                }
                 if f.framework.is_none() {
                     f.framework = context::frameworks(&p.block_text).first().map(|s| s.to_string());
                 }

@@ -1,8 +1,8 @@
 //! `oomdoc`: a thin command line over the oomdoc libraries. Every flag is defined
 //! and documented in the `cmd/` module of its subcommand; this file only dispatches.
 
-mod cli_error;
-mod cmd;
+pub(crate) mod cli_error;
+pub(crate) mod cmd;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -37,7 +37,17 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    ExitCode::from(run_cli(std::env::args_os()))
+}
+
+/// Parse `args` (program name first) and run the command; also the entry point of the
+/// Python package's `oomdoc` command (python/src/lib.rs includes this file).
+pub fn run_cli<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = Cli::parse_from(args);
     let result = match cli.command {
         // The command's own exit status (128+N for a signal), not oomdoc's.
         #[cfg(unix)]
@@ -51,14 +61,14 @@ fn main() -> ExitCode {
         Command::Mcp(a) => cmd::mcp::run(a),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => 0,
         Err(e) => {
             // A closed pipe (`oomdoc diagnose big.log | head`) is not an error.
             if e.is_broken_pipe() {
-                return ExitCode::SUCCESS;
+                return 0;
             }
             eprintln!("oomdoc: {e}");
-            ExitCode::from(e.exit_code())
+            e.exit_code()
         }
     }
 }

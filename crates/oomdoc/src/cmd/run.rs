@@ -27,7 +27,7 @@ use std::io::{self, IsTerminal, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
@@ -307,12 +307,13 @@ fn wait_child(pid: libc::pid_t, foreground: bool) -> io::Result<Ended> {
     }
 }
 
-pub fn run(args: RunArgs) -> ExitCode {
+/// Runs the command; returns the exit status to give (the command's own).
+pub fn run(args: RunArgs) -> u8 {
     match run_inner(args) {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code,
         Err((code, msg)) => {
             eprintln!("oomdoc: {msg}");
-            ExitCode::from(code)
+            code
         }
     }
 }

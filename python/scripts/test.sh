@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Build the Python package from source and run its tests, in a fresh virtual environment:
+#   bash python/scripts/test.sh
+# Steps: python3 -m venv → pip install jax (CPU) + pytest → pip install ./python (maturin,
+# fetched by pip, builds the Rust extension) → pytest python/tests.
+#
+# The extension is built with Cargo's dev profile into the workspace's target/ directory, so
+# after `cargo test --workspace` only PyO3 and the extension crate compile (measured in
+# python/README.md). OOMDOC_PY_PROFILE=pip builds the optimized wheel a user gets instead.
+# OOMDOC_PY_VENV sets the venv directory (default: a fresh one under target/).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$here/.." && pwd)"
+python="${PYTHON:-python3}"
+venv="${OOMDOC_PY_VENV:-$root/target/python-venv}"
+profile="${OOMDOC_PY_PROFILE:-dev}"
+
+t0=$(date +%s)
+step() { echo "== $1 ($(( $(date +%s) - t0 )) s)"; }
+
+step "venv $venv"
+rm -rf "$venv"
+"$python" -m venv "$venv"
+pip=("$venv/bin/python" -m pip --disable-pip-version-check)
+
+step "pip install jax (CPU) and pytest"
+"${pip[@]}" install -q "jax[cpu]==0.10.2" "pytest>=8,<10"
+
+step "pip install ./python (maturin, profile $profile)"
+if [ "$profile" = "pip" ]; then
+    "${pip[@]}" install -q "$here"
+else
+    CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}" MATURIN_PEP517_ARGS="--profile $profile" "${pip[@]}" install -q "$here"
+fi
+command -v "$venv/bin/oomdoc" >/dev/null || { echo "pip install ./python did not install the oomdoc command" >&2; exit 1; }
+
+step "pytest python/tests"
+set +e
+(cd "$here/tests" && "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider .)
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then
+    echo "pytest collected no tests: that is a failure here" >&2
+    rc=1
+fi
+step "done (exit $rc)"
+exit "$rc"
