@@ -588,6 +588,38 @@ fn diagnose_real_logs_matches_the_cli_contract() {
     assert_eq!(r.json(), serde_json::to_value(library).unwrap());
 }
 
+/// The README's call, `curl --data-binary @train.log URL/api/v1/diagnose`, sends the raw log
+/// as application/x-www-form-urlencoded: it must be read as the log, not as an empty form.
+#[test]
+fn curl_data_binary_is_the_log_and_an_empty_log_is_400() {
+    let engines = Engines::default();
+    if let Err(EngineError::Unavailable(_)) = (engines.diagnose)(b"", Lang::En) {
+        println!("skipped: no diagnose engine in this build");
+        return;
+    }
+    let s = TestServer::start(engines);
+    let log = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/train.log")).unwrap();
+    let r = s.post("/api/v1/diagnose", "application/x-www-form-urlencoded", &log);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let library = oomdoc_diagnose::diagnose_reader(&log[..], &oomdoc_diagnose::Options::default()).unwrap();
+    assert_eq!(r.json(), serde_json::to_value(library).unwrap());
+    assert!(!r.json()["findings"].as_array().unwrap().is_empty());
+    // A real form with a `log` field is still a form.
+    let form = format!("log={}", urlencode(std::str::from_utf8(&log).unwrap()));
+    assert_eq!(s.post("/api/v1/diagnose", "application/x-www-form-urlencoded", form.as_bytes()).json(), r.json());
+    // Empty or missing: 400 with a message, on the API as on the page.
+    for (path, ctype, body) in [
+        ("/api/v1/diagnose", "application/x-www-form-urlencoded", &b""[..]),
+        ("/api/v1/diagnose", "text/plain", &b"  \n"[..]),
+        ("/api/v1/diagnose", "application/x-www-form-urlencoded", &b"log=&store_log=1"[..]),
+        ("/", "application/x-www-form-urlencoded", &b"log="[..]),
+    ] {
+        let r = s.post(path, ctype, body);
+        assert_eq!(r.status, 400, "{path} {ctype} {body:?}");
+        assert!(r.text().contains("empty"), "{}", r.text());
+    }
+}
+
 const PALLAS_SPEC: &str = r#"
 chip = "v5e"
 grid = [64, 64]

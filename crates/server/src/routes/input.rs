@@ -88,15 +88,26 @@ pub async fn read_log(req: Request, limit: usize) -> Result<LogSubmission, AppEr
         }
         sub.bytes = if file.is_empty() { text } else { file };
     } else if ctype.starts_with("application/x-www-form-urlencoded") {
-        let axum::Form(form): axum::Form<HashMap<String, String>> =
-            axum::Form::from_request(req, &()).await.map_err(|e| AppError::BadRequest(e.body_text()))?;
-        sub.bytes = form.get("log").cloned().unwrap_or_default().into_bytes();
-        sub.store |= form.get("store_log").is_some_and(|v| is_true(v));
-        if let Some(l) = form.get("lang").and_then(|l| Lang::parse(l)) {
-            sub.lang = l;
+        // `curl --data-binary @train.log URL` sends its raw body with this content type: only
+        // a well-formed form that has a `log` field is read as a form; anything else is the log.
+        let raw = read_body(req.into_body(), WHAT, limit).await?;
+        match serde_urlencoded::from_bytes::<HashMap<String, String>>(&raw) {
+            Ok(form) if form.contains_key("log") => {
+                sub.bytes = form.get("log").cloned().unwrap_or_default().into_bytes();
+                sub.store |= form.get("store_log").is_some_and(|v| is_true(v));
+                if let Some(l) = form.get("lang").and_then(|l| Lang::parse(l)) {
+                    sub.lang = l;
+                }
+            }
+            _ => sub.bytes = raw,
         }
     } else {
         sub.bytes = read_body(req.into_body(), WHAT, limit).await?;
+    }
+    if sub.bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(AppError::BadRequest(
+            "the log is empty: send it as the request body (curl --data-binary @train.log), a form field `log`, or a multipart `file`".into(),
+        ));
     }
     Ok(sub)
 }
