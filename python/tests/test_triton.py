@@ -48,7 +48,7 @@ def _cli_fitting(arch, dtype, configs, tmp_path):
 def test_pruner_keeps_what_the_cli_keeps(arch, dtype, tmp_path):
     kept = ot.pruner(arch=arch, dtype=dtype, **KEYS)(CONFIGS, {})
     cli = _cli_fitting(arch, dtype, CONFIGS, tmp_path)
-    want = [(f["config"]["block_m"], f["config"]["block_n"], f["config"]["block_k"], f["config"]["num_stages"], f["config"]["num_warps"]) for f in cli["fitting"]]
+    want = [(f["config"]["BLOCK_M"], f["config"]["BLOCK_N"], f["config"]["BLOCK_K"], f["config"]["num_stages"], f["config"]["num_warps"]) for f in cli["fitting"]]
     got = [(c.kwargs["BLOCK_SIZE_M"], c.kwargs["BLOCK_SIZE_N"], c.kwargs["BLOCK_SIZE_K"], c.num_stages, c.num_warps) for c in kept]
     if want:
         assert got == want
