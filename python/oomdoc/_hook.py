@@ -198,7 +198,7 @@ def _report_exception(exc: Optional[BaseException], stream: Any = None) -> None:
 
 def _no_finding_text(report: Dict[str, Any]) -> str:
     ex = report["exception"]
-    lines = [f"oomdoc: {ex['type']} is a memory error, but its message names no sizes oomdoc can read."]
+    lines = [f"oomdoc: {ex['type']} is a memory error, but no knowledge-base family recognizes its message yet."]
     t = report["facts"]["frameworks"].get("torch", {})
     if "total_bytes" in t:
         lines.append(f"  device {t.get('device_name')}: {t['free_bytes']} of {t['total_bytes']} bytes free; "
