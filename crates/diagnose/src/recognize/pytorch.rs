@@ -153,13 +153,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     if has(t, " out of memory.") {
         for c in headline().captures_iter(t) {
             let m = c.get(0).unwrap();
-            let (id, platform) = match &c["dev"] {
-                "HIP" => ("pytorch.hip-oom", Platform::Rocm),
-                "CUDA" => ("pytorch.cuda-oom", Platform::Cuda),
-                "XPU" => ("pytorch.cuda-oom", Platform::Xpu),
-                "NPU" => ("pytorch.cuda-oom", Platform::Npu),
-                _ => ("pytorch.cuda-oom", Platform::Other),
-            };
+            let (id, platform) = device_entry(&c["dev"]);
             let mut h = Hit::new(id, m.start(), m.end());
             h.platform = Some(platform);
             h.phase = Some(Phase::Runtime);
@@ -168,6 +162,18 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.priority = 60;
             hits.push(h);
         }
+    }
+}
+
+/// The entry and platform of an allocator message by its device word. Intel GPUs
+/// (PyTorch XPU, IPEX) and Ascend NPUs (torch_npu) have their own fixes.
+fn device_entry(dev: &str) -> (&'static str, Platform) {
+    match dev {
+        "HIP" => ("pytorch.hip-oom", Platform::Rocm),
+        "CUDA" => ("pytorch.cuda-oom", Platform::Cuda),
+        "XPU" => ("xpu.out-of-memory", Platform::Xpu),
+        "NPU" => ("npu.out-of-memory", Platform::Npu),
+        _ => ("pytorch.cuda-oom", Platform::Other),
     }
 }
 
@@ -194,14 +200,7 @@ fn allocator(t: &str, hits: &mut Vec<Hit>) {
         if c.name("dev").is_none() && !(body.contains("total capac") || body.contains("already allocated") || body.contains("is free")) {
             continue;
         }
-        let (id, platform) = match dev {
-            "HIP" => ("pytorch.hip-oom", Platform::Rocm),
-            "CUDA" => ("pytorch.cuda-oom", Platform::Cuda),
-            // Intel GPUs (PyTorch XPU, IPEX) and Ascend NPUs (torch_npu) have their own fixes.
-            "XPU" => ("xpu.out-of-memory", Platform::Xpu),
-            "NPU" => ("npu.out-of-memory", Platform::Npu),
-            _ => ("pytorch.cuda-oom", Platform::Other),
-        };
+        let (id, platform) = device_entry(dev);
         // The message's start: include the exception class written before it.
         let mut h = Hit::new(id, m.start(), m.end());
         h.platform = Some(platform);
