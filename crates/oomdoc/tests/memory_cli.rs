@@ -172,3 +172,40 @@ fn memory_space_selector() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown memory space"), "{}", stderr(&o));
 }
+
+/// `-o` never overwrites an input: the dump file itself, a file of an input directory,
+/// or the same file through a symlink. A new file, also inside the dump directory, is fine.
+#[test]
+fn output_never_overwrites_an_input() {
+    let tmp = std::env::temp_dir().join(format!("oomdoc-memory-o-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    for entry in std::fs::read_dir(fixtures().join("mlp_train_step")).unwrap() {
+        let p = entry.unwrap().path();
+        if p.is_file() {
+            std::fs::copy(&p, tmp.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    let dir = tmp.to_str().unwrap();
+    let proto = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().path()).find(|p| p.to_string_lossy().ends_with(".hlo.pb")).unwrap();
+    let before = std::fs::read(&proto).unwrap();
+    let link = tmp.with_extension("link.pb");
+    let _ = std::fs::remove_file(&link);
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&proto, &link).unwrap();
+    let mut cases = vec![(proto.to_str().unwrap().to_string(), proto.to_str().unwrap().to_string()), (dir.to_string(), proto.to_str().unwrap().to_string())];
+    #[cfg(unix)]
+    cases.push((proto.to_str().unwrap().to_string(), link.to_str().unwrap().to_string()));
+    for (input, out) in cases {
+        let o = oomdoc(&["memory", &input, "-o", &out]);
+        assert_eq!(o.status.code(), Some(2), "{input} -o {out}: {}", stderr(&o));
+        assert!(stderr(&o).contains("refusing to write"), "{}", stderr(&o));
+        assert_eq!(std::fs::read(&proto).unwrap(), before, "the input was changed");
+    }
+    let new = tmp.join("report.txt");
+    let o = oomdoc(&["memory", dir, "-o", new.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&new).unwrap().contains("peak"));
+    let _ = std::fs::remove_file(&link);
+    std::fs::remove_dir_all(&tmp).unwrap();
+}

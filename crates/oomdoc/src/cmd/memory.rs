@@ -69,7 +69,41 @@ pub enum Source {
     Proto,
 }
 
+/// `-o FILE` must never overwrite what is being read: an input file itself (also
+/// through a symlink or a hard link), or an existing file inside an input directory.
+fn refuse_overwriting_inputs(output: &std::path::Path, inputs: &[PathBuf]) -> Result<(), CliError> {
+    let Ok(out_meta) = std::fs::metadata(output) else { return Ok(()) }; // a new file: fine
+    let out = std::fs::canonicalize(output).unwrap_or_else(|_| output.to_path_buf());
+    for input in inputs {
+        let Ok(canon) = std::fs::canonicalize(input) else { continue };
+        let inside = canon.is_dir() && out.starts_with(&canon);
+        if out == canon || inside || same_file(&out_meta, input) {
+            return Err(CliError::usage(format!(
+                "refusing to write the report to {}: it is {} input {}",
+                output.display(),
+                if inside { "inside the" } else { "the" },
+                input.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).is_ok_and(|b| a.dev() == b.dev() && a.ino() == b.ino())
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &std::fs::Metadata, _: &std::path::Path) -> bool {
+    false
+}
+
 pub fn run(args: MemoryArgs) -> Result<(), CliError> {
+    if let Some(out) = &args.output {
+        refuse_overwriting_inputs(out, &args.paths)?;
+    }
     let source = match args.source {
         Source::Auto => SourcePreference::Auto,
         Source::Text => SourcePreference::Text,
