@@ -150,3 +150,13 @@ fn chips_prints_sources() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert!(v["tpu"].as_array().unwrap().len() >= 7);
 }
+
+/// An AMD target is not "0 fit": the model does not cover it, and the command says so.
+#[test]
+fn matmul_search_on_amd_says_not_modelled() {
+    let o = oomdoc(&["plan", "matmul", "--target", "gfx942", "--m", "4096", "--n", "4096", "--k", "4096", "--search"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("gfx942") && err.contains("not modelled"), "{err}");
+    assert!(stdout(&o).is_empty());
+}

@@ -176,7 +176,11 @@ fn stage_penalty(ns: u64) -> u64 {
 }
 
 /// Enumerate BLOCK_M/N/K ∈ {16..256}, num_stages 1–6, num_warps 4/8 for the tutorial matmul.
-pub fn search_triton(arch: &GpuArch, version: TritonVersion, dtype: TritonDType, p: Matmul, top: usize) -> TritonSearch {
+pub fn search_triton(arch: &GpuArch, version: TritonVersion, dtype: TritonDType, p: Matmul, top: usize) -> Result<TritonSearch, crate::PlanError> {
+    // Every candidate would be "does not fit" for want of a model: say so instead.
+    if arch.sm_number().is_none() {
+        return Err(crate::triton::amd_not_modelled(arch));
+    }
     let blocks = [16u64, 32, 64, 128, 256];
     let s = dtype.bytes() as u128;
     let wgmma = arch.sm_number() == Some(90);
@@ -225,7 +229,7 @@ pub fn search_triton(arch: &GpuArch, version: TritonVersion, dtype: TritonDType,
             .then(a.shared_bytes.cmp(&b.shared_bytes))
     });
     all.truncate(top);
-    TritonSearch { arch: arch.arch.clone(), limit_bytes: arch.shared_optin_per_block.value, evaluated, fitting, top: all, model: TRITON_MODEL }
+    Ok(TritonSearch { arch: arch.arch.clone(), limit_bytes: arch.shared_optin_per_block.value, evaluated, fitting, top: all, model: TRITON_MODEL })
 }
 
 #[cfg(test)]
@@ -255,8 +259,10 @@ mod tests {
         }
         assert!(r.top[0].mxu_aligned);
         let arch = oomdoc_hw::gpu_arch("sm_86").unwrap();
-        let t = search_triton(arch, TritonVersion::V2_2Plus, TritonDType::Fp16, p, 5);
+        let t = search_triton(arch, TritonVersion::V2_2Plus, TritonDType::Fp16, p, 5).unwrap();
         assert!(t.top.iter().all(|c| c.shared_bytes <= 101376));
+        let amd = oomdoc_hw::gpu_arch("gfx942").unwrap();
+        assert!(search_triton(amd, TritonVersion::V2_2Plus, TritonDType::Fp16, p, 5).unwrap_err().to_string().contains("not modelled"));
     }
 
     #[test]

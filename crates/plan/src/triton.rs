@@ -253,10 +253,7 @@ pub fn predict(arch: &GpuArch, version: TritonVersion, dtype: TritonDType, c: Tr
         return Err(PlanError::field("BLOCK_K", format!("{}: tl.dot on fp8 needs K ≥ 32", c.block_k)));
     }
     let Some(sm) = arch.sm_number() else {
-        return Err(PlanError::field(
-            "arch",
-            format!("{} is an AMD GPU: its LDS limit is {} but the Triton AMD pipelining rules are not modelled", arch.arch, arch.shared_optin_per_block.value),
-        ));
+        return Err(amd_not_modelled(arch));
     };
     if dtype == TritonDType::Fp8e4nv && sm < 89 {
         return Err(PlanError::field(
@@ -603,4 +600,13 @@ mod tests {
         let none = triton_fit_hint(65538, 65536);
         assert!(none.stage_readings.is_empty());
     }
+}
+
+/// AMD GPUs have an LDS limit in the table, but Triton's AMD pipelining rules (how many
+/// buffers each stage keeps) are not modelled: no prediction and no search for them.
+pub(crate) fn amd_not_modelled(arch: &GpuArch) -> PlanError {
+    PlanError::field(
+        "arch",
+        format!("{} is an AMD GPU: its LDS limit is {} but the Triton AMD pipelining rules are not modelled", arch.arch, arch.shared_optin_per_block.value),
+    )
 }

@@ -297,7 +297,7 @@ fn run_matmul(a: MatmulArgs, format: Format) -> Result<(), CliError> {
         }
         _ => {
             let t0 = Instant::now();
-            let r = search::search_triton(arch, version, dtype, p, a.top.max(1));
+            let r = search::search_triton(arch, version, dtype, p, a.top.max(1)).map_err(usage)?;
             let secs = t0.elapsed().as_secs_f64();
             emit(format, &r, || {
                 let mut s = render::triton_search(&r);
