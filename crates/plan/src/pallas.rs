@@ -458,8 +458,15 @@ pub fn plan(spec: &PallasSpec) -> Result<PallasPlan, PlanError> {
         spec.operands.iter().map(|o| item_bytes(o, chip.generation, spec.grid.as_deref())).collect::<Result<_, _>>()?;
     let total = sum(&items, Space::Vmem)?;
     let smem_total = sum(&items, Space::Smem)?;
-    let fits = total <= limit_bytes;
     let physical = chip.vmem_limit_ceiling();
+    // A vmem_limit_bytes above the chip's physical VMEM per core makes no room that is not
+    // there: the need is checked against the smaller of the two.
+    let (limit_bytes, limit_source) = if limit_bytes > physical {
+        (physical, format!("physical VMEM per core of {}; vmem_limit_bytes is above it", chip.name))
+    } else {
+        (limit_bytes, limit_source)
+    };
+    let fits = total <= limit_bytes;
     let with_slack = total.saturating_add(INTERNAL_SCRATCH_SLACK).div_ceil(MIB).saturating_mul(MIB);
     let suggested = (with_slack <= physical).then_some(with_slack);
     let headroom = (limit_bytes as i128 - total as i128).clamp(i64::MIN as i128, i64::MAX as i128) as i64;
@@ -506,7 +513,12 @@ pub fn plan(spec: &PallasSpec) -> Result<PallasPlan, PlanError> {
     }
     if let Some(v) = spec.vmem_limit_bytes {
         if v > physical {
-            notes.push(format!("vmem_limit_bytes {} is above the physical VMEM of {} ({})", format_bytes(v), chip.name, format_bytes(physical)));
+            notes.push(format!(
+                "error: vmem_limit_bytes {} is above the physical VMEM of {} ({}); Mosaic cannot give a kernel more than that",
+                format_bytes(v),
+                chip.name,
+                format_bytes(physical)
+            ));
         }
     }
     notes.push("Mosaic's internal scratch and register spills come on top of this and are unknown before compile".to_string());
@@ -619,6 +631,29 @@ block = [128, 128]
         let p6 = plan(&parse_spec(&KERAS.replace("v5e", "trillium")).unwrap()).unwrap();
         assert!(p6.fits);
         assert_eq!(p6.limit_bytes, 32 * MIB);
+    }
+
+    /// A vmem_limit_bytes above physical VMEM does not make a kernel fit that needs more
+    /// than the chip has: fits is false, and the limit above physical is an error note.
+    #[test]
+    fn a_limit_above_physical_vmem_does_not_make_room() {
+        let v5e = oomdoc_hw::tpu_chip("v5e").unwrap();
+        let physical = v5e.vmem_limit_ceiling();
+        // One f32 block of about twice the physical VMEM.
+        let side = ((physical / 2) as f64).sqrt() as u64 / 128 * 128 + 128;
+        let spec = format!(
+            "chip = \"v5e\"\nvmem_limit_bytes = {}\ngrid = [1]\n[[inputs]]\nname = \"a\"\nshape = [{side}, {side}]\ndtype = \"f32\"\nblock = [{side}, {side}]\n",
+            physical * 64
+        );
+        let p = plan(&parse_spec(&spec).unwrap()).unwrap();
+        assert!(p.total_bytes > physical, "{} vs {}", p.total_bytes, physical);
+        assert!(!p.fits);
+        assert_eq!(p.limit_bytes, physical);
+        assert!(p.notes.iter().any(|n| n.starts_with("error: vmem_limit_bytes")), "{:?}", p.notes);
+        // Within physical VMEM a raised limit still counts.
+        let small = spec.replace(&format!("vmem_limit_bytes = {}", physical * 64), &format!("vmem_limit_bytes = {physical}"));
+        let small = small.replace(&format!("[{side}, {side}]"), "[512, 512]");
+        assert!(plan(&parse_spec(&small).unwrap()).unwrap().fits);
     }
 
     #[test]
