@@ -1,9 +1,11 @@
 //! `oomdoc diagnose PATH…`: directories, many logs merged, unreadable files, `--follow`.
 #![cfg(unix)]
 
+mod common;
+
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -23,14 +25,7 @@ fn temp_dir(name: &str) -> PathBuf {
 
 /// A real message from the dev corpus (easydiffusion/easydiffusion#104).
 fn cuda_message() -> String {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/dev.jsonl");
-    for line in std::fs::read_to_string(corpus).unwrap().lines() {
-        let v: Value = serde_json::from_str(line).unwrap();
-        if v["id"] == "easydiff-104-max-split-hint" {
-            return v["error_text"].as_str().unwrap().to_string();
-        }
-    }
-    panic!("corpus record missing");
+    common::dev_message("easydiff-104-max-split-hint")
 }
 
 /// host1..host8: the CUDA message on hosts 1, 3, 4 and 7; the kernel kill on host 6;

@@ -1,6 +1,8 @@
 //! `oomdoc mcp`: a Model Context Protocol client session over stdio (newline-delimited
 //! JSON-RPC 2.0): initialize, initialized, tools/list, tools/call for every tool, errors.
 
+mod common;
+
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -84,14 +86,7 @@ fn initialized() -> Session {
 
 /// A real message from the dev corpus (easydiffusion/easydiffusion#104).
 fn cuda_message() -> String {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/dev.jsonl");
-    for line in std::fs::read_to_string(corpus).unwrap().lines() {
-        let v: Value = serde_json::from_str(line).unwrap();
-        if v["id"] == "easydiff-104-max-split-hint" {
-            return v["error_text"].as_str().unwrap().to_string();
-        }
-    }
-    panic!("corpus record missing");
+    common::dev_message("easydiff-104-max-split-hint")
 }
 
 fn text_of(result: &Value) -> String {

@@ -1,6 +1,8 @@
 //! `oomdoc run -- CMD` with real child processes.
 #![cfg(unix)]
 
+mod common;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -20,15 +22,7 @@ fn temp_dir(name: &str) -> PathBuf {
 
 /// A real message from the dev corpus (easydiffusion/easydiffusion#104).
 fn real_cuda_message() -> String {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/dev.jsonl");
-    let text = std::fs::read_to_string(corpus).unwrap();
-    for line in text.lines() {
-        let v: Value = serde_json::from_str(line).unwrap();
-        if v["id"] == "easydiff-104-max-split-hint" {
-            return v["error_text"].as_str().unwrap().to_string();
-        }
-    }
-    panic!("corpus record easydiff-104-max-split-hint is missing");
+    common::dev_message("easydiff-104-max-split-hint")
 }
 
 fn script(dir: &Path, body: &str) -> PathBuf {
@@ -298,16 +292,7 @@ fn xla_dump_is_attached_to_the_failure() {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../memory/tests/fixtures/mlp_train_step");
     // A real XLA message (jax-ml/jax#788, tests/corpus/dev.jsonl) that names no module: the
     // dump's only module is the one attached.
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/dev.jsonl");
-    let msg = std::fs::read_to_string(corpus)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|v| v["id"] == "jax-788-replica-failed-legacy")
-        .unwrap()["error_text"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let msg = common::dev_message("jax-788-replica-failed-legacy");
     std::fs::write(dir.join("msg.txt"), format!("{msg}\n")).unwrap();
     let job = script(
         &dir,
