@@ -5,6 +5,8 @@
 //! warnings, tracebacks, nvidia-smi tables, with five real OOM messages buried in it —
 //! then times one streaming `diagnose_reader` pass and reads peak RSS (VmHWM), and
 //! times `grep -c` and `rg -c` (if installed) for the same trigger words on the same file.
+//! With `OOMDOC_BENCH_LOG=PATH` the log is written there once and kept (an existing file
+//! at PATH is used as it is), for repeated runs and for timing other tools on it.
 
 use std::io::{BufWriter, Write};
 use std::time::Instant;
@@ -72,8 +74,12 @@ fn main() {
     let mib: u64 = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(1024);
     let dir = std::env::temp_dir().join(format!("oomdoc-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("train.log");
-    let bytes = write_log(&path, mib << 20).unwrap();
+    let kept = std::env::var_os("OOMDOC_BENCH_LOG").map(std::path::PathBuf::from);
+    let path = kept.clone().unwrap_or_else(|| dir.join("train.log"));
+    let bytes = match std::fs::metadata(&path) {
+        Ok(m) if kept.is_some() => m.len(),
+        _ => write_log(&path, mib << 20).unwrap(),
+    };
     let size = bytes as f64 / 1048576.0;
     let rss_before = peak_rss_kib().unwrap_or(0);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

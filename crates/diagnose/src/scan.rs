@@ -12,12 +12,11 @@
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use std::collections::VecDeque;
 use std::io::{self, Read};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
-/// Bytes read per chunk.
+/// Bytes read per chunk. A single line longer than this is cut (the rest of it is still
+/// scanned as its own line).
 pub const CHUNK: usize = 4 << 20;
-/// A single line longer than this is cut (the rest of it is still scanned as its own line).
-const MAX_LINE: usize = 1 << 20;
 /// Lines kept before a trigger line.
 const LINES_BEFORE: usize = 6;
 /// A block closes after this many lines without a trigger or report word.
@@ -215,16 +214,18 @@ const CONTEXT_WORDS: &[&str] = &[
 
 /// Anchor literals: every start trigger and context word contains one of them (a test
 /// checks it). The skip loop searches only these, with a vectorized multi-literal
-/// searcher (Teddy, through aho-corasick's prefilter); the full trigger automaton runs
-/// only on a line that holds an anchor. They were picked by measured frequency in text
-/// that holds no memory failure (`tools/pick_anchors.py`: the benchmark's log lines,
-/// the negative corpora, the non-failure lines of the positive corpora, Python sources)
-/// — rare, shared by many triggers, and few enough for Teddy (at most 64).
+/// searcher (aho-corasick's packed Teddy); the full trigger automaton runs only on a
+/// line that holds an anchor. They were picked by measured frequency in text that holds
+/// no memory failure (`tools/pick_anchors.py`: the benchmark's log lines, the negative
+/// corpora, the non-failure lines of the positive corpora, Python sources) — rare,
+/// shared by many triggers, few enough for Teddy (at most 64), and each at least four
+/// bytes long (Teddy's fingerprint is as long as the shortest anchor, up to four).
 pub const ANCHORS: &[&str] = &[
-    " 137", " compil", " device:", " than ", " to r", " when wa", "200:", "ALLOC", "E010", "E100", "E200", "E300", "EL0004", "ENOMEM",
-    "Hbm usag", "LLVM ERR", "MEMORY", "No v", "OOM", "SIGKILL", "SOURCE_E", "TPU_", "Tensor w", "XLA_", "_STATUS_", "ase ", "cache",
-    "celerato", "code: -9", "cudnn co", "ed d", "emory", "esource", "halted ", "ille", "kill", "lloc", "ode 2: ", "openxla.", "otal ",
-    "pooled_s", "posix_me", "rogram", "rrno 12]", "uffer",
+    " 137", " OOM", " compil", " device:", " than ", " to r", " when wa", "(OOM", "200:", ":OOM", "ALLOC", "E010",
+    "E100", "E200", "E300", "EL0004", "ENOMEM", "Hbm usag", "LLVM ERR", "MEMORY", "No v", "SIGKILL", "SOURCE_E",
+    "TPU_", "Tensor w", "XLA_", "[OOM", "_STATUS_", "ase ", "cache", "celerato", "code: -9", "cudnn co", "ed d",
+    "emory", "esource", "halted ", "ille", "kill", "lloc", "ode 2: ", "openxla.", "otal ", "pooled_s", "posix_me",
+    "rogram", "rrno 12]", "uffer",
 ];
 
 /// Every start trigger: the scanner's own list plus each family module's, without repeats.
@@ -265,20 +266,28 @@ fn automaton() -> &'static Automaton {
     })
 }
 
-fn anchor_automaton() -> &'static AhoCorasick {
-    static A: OnceLock<AhoCorasick> = OnceLock::new();
-    A.get_or_init(|| AhoCorasickBuilder::new().match_kind(MatchKind::LeftmostFirst).prefilter(true).build(ANCHORS).expect("anchor automaton"))
+fn anchor_searcher() -> &'static aho_corasick::packed::Searcher {
+    static A: OnceLock<aho_corasick::packed::Searcher> = OnceLock::new();
+    A.get_or_init(|| {
+        // Teddy where the CPU has SSSE3/AVX2, Rabin-Karp elsewhere: the same matches.
+        aho_corasick::packed::Config::new()
+            .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
+            .builder()
+            .extend(ANCHORS)
+            .build()
+            .expect("anchor searcher")
+    })
 }
 
 /// The first start trigger or context word in `hay` (as `start_automaton().find` would
 /// report it), found by searching anchors and verifying only the lines that hold one.
 fn next_trigger(hay: &[u8]) -> Option<aho_corasick::Match> {
-    let anchors = anchor_automaton();
+    let anchors = anchor_searcher();
     let full = start_automaton();
     let mut from = 0;
     while from < hay.len() {
-        let a = anchors.find(&hay[from..])?;
-        let at = from + a.start();
+        let a = anchors.find_in(hay, aho_corasick::Span::from(from..hay.len()))?;
+        let at = a.start();
         let line_start = memchr::memrchr(b'\n', &hay[from..at]).map_or(from, |i| from + i + 1);
         let line_end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
         if let Some(m) = full.find(&hay[line_start..line_end]) {
@@ -295,7 +304,7 @@ fn start_automaton() -> &'static AhoCorasick {
         let mut pats: Vec<&str> = start_triggers().to_vec();
         pats.extend_from_slice(CONTEXT_WORDS);
         // A full DFA: the skip loop over gigabytes of log lines is the hot path.
-        AhoCorasickBuilder::new().match_kind(MatchKind::Standard).kind(Some(AhoCorasickKind::DFA)).build(&pats).expect("start automaton")
+        AhoCorasickBuilder::new().match_kind(MatchKind::Standard).kind(Some(AhoCorasickKind::DFA)).prefilter(false).build(&pats).expect("start automaton")
     })
 }
 
@@ -385,51 +394,135 @@ pub fn scan<R: Read>(reader: R, context: &mut LogContext, on_block: impl FnMut(R
 /// Below this, a region is searched on one thread (spawning costs more than it saves).
 const PARALLEL_MIN: usize = 1 << 20;
 
-/// The first trigger of every line of `region` that holds one: (offset, pattern),
-/// in order. The region is split at newlines into `threads` parts searched at once;
-/// the result is the same for any number of threads.
-fn trigger_lines(region: &[u8], threads: usize) -> Vec<(usize, usize)> {
-    fn one(hay: &[u8], base: usize, out: &mut Vec<(usize, usize)>) {
-        let mut from = 0;
-        while let Some(m) = next_trigger(&hay[from..]) {
-            let at = from + m.start();
-            out.push((base + at, m.pattern().as_usize()));
-            from = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i + 1);
-        }
+/// The first trigger of every line of a region that holds one, and where its newlines
+/// are: what the skip path needs, computed on all cores.
+struct TriggerLines {
+    /// (offset, pattern) of each line's first trigger, in order.
+    hits: Vec<(usize, usize)>,
+    /// Sorted (offset, newlines before it): the region's start, each part's start and
+    /// each trigger line's start.
+    marks: Vec<(usize, u64)>,
+    /// Newlines in the whole region.
+    total: u64,
+}
+
+impl TriggerLines {
+    /// Newlines in `region[..x]`: from the nearest mark, counted over the gap only.
+    fn newlines_before(&self, region: &[u8], x: usize) -> u64 {
+        let i = self.marks.partition_point(|m| m.0 <= x);
+        let (at, n) = self.marks[i - 1];
+        n + bytecount::count(&region[at..x], b'\n') as u64
     }
-    let mut out = Vec::new();
-    if threads <= 1 || region.len() < PARALLEL_MIN {
-        one(region, 0, &mut out);
-        return out;
+}
+
+/// The triggers and newlines of one part of a region (offsets from the region's start).
+#[derive(Debug, Default)]
+struct Part {
+    hits: Vec<(usize, usize)>,
+    marks: Vec<(usize, u64)>,
+    newlines: u64,
+}
+
+/// Searches `hay`, which starts at offset `base` of its region and at a line start.
+fn search_part(hay: &[u8], base: usize) -> Part {
+    let mut part = Part::default();
+    let (mut from, mut counted) = (0, 0);
+    while let Some(m) = next_trigger(&hay[from..]) {
+        let at = from + m.start();
+        let line_start = memchr::memrchr(b'\n', &hay[from..at]).map_or(from, |i| from + i + 1);
+        part.newlines += bytecount::count(&hay[counted..line_start], b'\n') as u64;
+        counted = line_start;
+        part.marks.push((base + line_start, part.newlines));
+        part.hits.push((base + at, m.pattern().as_usize()));
+        from = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i + 1);
     }
-    // Split points at line starts.
+    part.newlines += bytecount::count(&hay[counted..], b'\n') as u64;
+    part
+}
+
+/// Where to split `region` into about `parts` pieces, at line starts: `[0, …, len]`.
+fn split_points(region: &[u8], parts: usize) -> Vec<usize> {
     let mut cuts = vec![0];
-    for k in 1..threads {
-        let want = region.len() * k / threads;
-        let cut = memchr::memchr(b'\n', &region[want..]).map_or(region.len(), |i| want + i + 1);
-        if cut > *cuts.last().unwrap() && cut < region.len() {
-            cuts.push(cut);
+    if parts > 1 && region.len() >= PARALLEL_MIN {
+        for k in 1..parts {
+            let want = region.len() * k / parts;
+            let cut = memchr::memchr(b'\n', &region[want..]).map_or(region.len(), |i| want + i + 1);
+            if cut > *cuts.last().unwrap() && cut < region.len() {
+                cuts.push(cut);
+            }
         }
     }
     cuts.push(region.len());
-    let parts: Vec<Vec<(usize, usize)>> = std::thread::scope(|sc| {
-        let handles: Vec<_> = cuts
-            .windows(2)
-            .map(|w| {
-                let (a, b) = (w[0], w[1]);
-                sc.spawn(move || {
-                    let mut v = Vec::new();
-                    one(&region[a..b], a, &mut v);
-                    v
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("scan worker")).collect()
-    });
-    for p in parts {
-        out.extend(p);
+    cuts
+}
+
+/// Joins the parts (in order, starting at `cuts`) into one [`TriggerLines`].
+fn merge_parts(parts: Vec<Part>, cuts: &[usize]) -> TriggerLines {
+    let mut out = TriggerLines { hits: Vec::new(), marks: Vec::new(), total: 0 };
+    for (part, &start) in parts.into_iter().zip(cuts) {
+        out.marks.push((start, out.total));
+        out.marks.extend(part.marks.into_iter().map(|(at, n)| (at, out.total + n)));
+        out.hits.extend(part.hits);
+        out.total += part.newlines;
     }
     out
+}
+
+/// Finds [`TriggerLines`] of `region` on `threads` threads; the result is the same for
+/// any number of threads.
+#[cfg(test)]
+fn trigger_lines(region: &[u8], threads: usize) -> TriggerLines {
+    let cuts = split_points(region, threads);
+    let parts: Vec<Part> = std::thread::scope(|sc| {
+        let handles: Vec<_> = cuts.windows(2).map(|w| (w[0], w[1])).map(|(a, b)| sc.spawn(move || search_part(&region[a..b], a))).collect();
+        handles.into_iter().map(|h| h.join().expect("scan worker")).collect()
+    });
+    merge_parts(parts, &cuts)
+}
+
+/// Worker threads that live for one whole scan and search the parts of each buffer
+/// (starting threads for every buffer costs more than searching it).
+struct SearchPool {
+    jobs: Vec<std::sync::mpsc::Sender<(Arc<Vec<u8>>, usize, usize, usize)>>,
+    done: std::sync::mpsc::Receiver<(usize, Part)>,
+}
+
+impl SearchPool {
+    fn start<'scope>(sc: &'scope std::thread::Scope<'scope, '_>, threads: usize) -> SearchPool {
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let jobs = (0..threads)
+            .map(|_| {
+                let (tx, rx) = std::sync::mpsc::channel::<(Arc<Vec<u8>>, usize, usize, usize)>();
+                let done_tx = done_tx.clone();
+                sc.spawn(move || {
+                    for (buf, a, b, index) in rx {
+                        let part = search_part(&buf[a..b], a);
+                        drop(buf); // the buffer is reused once every worker let go of it
+                        if done_tx.send((index, part)).is_err() {
+                            break;
+                        }
+                    }
+                });
+                tx
+            })
+            .collect();
+        SearchPool { jobs, done }
+    }
+
+    /// Hands out the search of `buf[..end]`; `collect` gets the result.
+    fn search(&self, buf: &Arc<Vec<u8>>, end: usize) -> Vec<usize> {
+        let cuts = split_points(&buf[..end], self.jobs.len());
+        for (index, w) in cuts.windows(2).enumerate() {
+            self.jobs[index].send((buf.clone(), w[0], w[1], index)).expect("scan worker");
+        }
+        cuts
+    }
+
+    fn collect(&self, cuts: &[usize]) -> TriggerLines {
+        let mut parts: Vec<(usize, Part)> = (1..cuts.len()).map(|_| self.done.recv().expect("scan worker")).collect();
+        parts.sort_by_key(|p| p.0);
+        merge_parts(parts.into_iter().map(|p| p.1).collect(), cuts)
+    }
 }
 
 /// How many threads to search with: `0` means every core.
@@ -441,16 +534,38 @@ fn thread_count(threads: usize) -> usize {
     }
 }
 
+/// Read into `buf[*filled..]` until it holds CHUNK bytes or the input ends.
+fn fill<R: Read>(reader: &mut R, buf: &mut [u8], filled: &mut usize, eof: &mut bool) -> io::Result<()> {
+    while *filled < CHUNK && !*eof {
+        match reader.read(&mut buf[*filled..]) {
+            Ok(0) => *eof = true,
+            Ok(n) => *filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// Scan a reader, calling `on_block` for each block as soon as it is complete. The
 /// literal search of each buffer runs on `threads` threads (0: all cores); blocks are
 /// cut out in order on this thread, so the result does not depend on `threads`.
-pub fn scan_with<R: Read>(mut reader: R, context: &mut LogContext, threads: usize, mut on_block: impl FnMut(RawBlock)) -> io::Result<ScanStats> {
+pub fn scan_with<R: Read>(reader: R, context: &mut LogContext, threads: usize, on_block: impl FnMut(RawBlock)) -> io::Result<ScanStats> {
     let threads = thread_count(threads);
+    std::thread::scope(|sc| {
+        let pool = (threads > 1).then(|| SearchPool::start(sc, threads));
+        scan_on(reader, context, pool, on_block)
+    })
+}
+
+fn scan_on<R: Read>(mut reader: R, context: &mut LogContext, pool: Option<SearchPool>, mut on_block: impl FnMut(RawBlock)) -> io::Result<ScanStats> {
     let auto = automaton();
     let mut stats = ScanStats::default();
-    // One buffer for the whole scan: input is read into it, the unfinished last line is
-    // moved to its front; nothing is allocated, zeroed or copied per line.
-    let mut store: Vec<u8> = vec![0; CHUNK + 64 * 1024];
+    // Two buffers for the whole scan: while the workers search one, the next input is
+    // read into the other. The unfinished last line is moved to the front of the next
+    // buffer; nothing is allocated, zeroed or copied per line.
+    let mut store: Arc<Vec<u8>> = Arc::new(vec![0; CHUNK + 64 * 1024]);
+    let mut ahead: Vec<u8> = vec![0; CHUNK + 64 * 1024];
     let mut filled = 0usize;
     let mut history: VecDeque<(u64, Vec<u8>)> = VecDeque::with_capacity(LINES_BEFORE + 1);
     let mut open: Option<OpenBlock> = None;
@@ -460,34 +575,38 @@ pub fn scan_with<R: Read>(mut reader: R, context: &mut LogContext, threads: usiz
     let mut line_counted_open = false;
     // The skip path saw the start of a line whose end is not read yet.
     let mut skip_line_open = false;
+    fill(&mut reader, Arc::get_mut(&mut store).expect("buffer"), &mut filled, &mut eof)?;
 
-    while !eof {
-        // Fill the buffer up to CHUNK bytes.
-        while filled < CHUNK {
-            match reader.read(&mut store[filled..]) {
-                Ok(0) => {
-                    eof = true;
-                    break;
-                }
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
+    loop {
         let buf = &store[..filled];
-        // Process complete lines only (all of it at EOF; a giant line is cut at MAX_LINE).
+        // Process complete lines only (all of it at EOF; a giant line that fills the whole
+        // buffer is cut near its end).
         let end = if eof {
             buf.len()
         } else {
             match memchr::memrchr(b'\n', buf) {
                 Some(i) => i + 1,
-                None if buf.len() >= MAX_LINE => safe_cut(buf, &auto.ac),
-                None => continue,
+                None => safe_cut(buf, &auto.ac),
             }
         };
         stats.bytes += end as u64;
-        let region = &buf[..end];
-        let triggers = trigger_lines(region, threads);
+        // Search this region while the next input is read behind it.
+        let cuts = pool.as_ref().map(|p| p.search(&store, end));
+        let tail = filled - end;
+        ahead[..tail].copy_from_slice(&store[end..filled]);
+        let mut next_filled = tail;
+        let mut next_eof = eof;
+        let region = &store[..end];
+        // On one thread, search first: the region is still in the cache.
+        let alone = cuts.is_none().then(|| merge_parts(vec![search_part(region, 0)], &[0, end]));
+        let read = if eof { Ok(()) } else { fill(&mut reader, &mut ahead, &mut next_filled, &mut next_eof) };
+        let lines = match (alone, &pool, &cuts) {
+            (Some(lines), _, _) => lines,
+            (None, Some(p), Some(c)) => p.collect(c),
+            _ => unreachable!("a pool searched the region"),
+        };
+        read?;
+        let triggers = &lines.hits;
         let mut next = 0usize; // index into `triggers`
         let mut pos = 0usize;
         let mut floor = 0usize; // lines before this offset already belonged to a block
@@ -556,14 +675,14 @@ pub fn scan_with<R: Read>(mut reader: R, context: &mut LogContext, threads: usiz
             };
             match found {
                 None => {
-                    line_no += bytecount::count(&region[pos..], b'\n') as u64;
+                    line_no += lines.total - lines.newlines_before(region, pos);
                     skip_line_open = !region.ends_with(b"\n");
                     pos = region.len();
                 }
                 Some(m) => {
                     let at = pos + m.start();
                     let line_start = memchr::memrchr(b'\n', &region[..at]).map_or(0, |i| i + 1);
-                    let skipped = bytecount::count(&region[pos..line_start], b'\n') as u64;
+                    let skipped = lines.newlines_before(region, line_start) - lines.newlines_before(region, pos);
                     let pattern = m.pattern().as_usize();
                     if pattern >= start_triggers().len() {
                         // A context word: remember the line, keep skipping.
@@ -614,8 +733,14 @@ pub fn scan_with<R: Read>(mut reader: R, context: &mut LogContext, threads: usiz
                 push_history(&mut history, n, l);
             }
         }
-        store.copy_within(end..filled, 0);
-        filled -= end;
+        // Every worker has let go of `store`: it becomes the next read-ahead buffer.
+        let next = Arc::new(std::mem::take(&mut ahead));
+        ahead = Arc::try_unwrap(std::mem::replace(&mut store, next)).expect("scan buffer still shared");
+        filled = next_filled;
+        if eof {
+            break;
+        }
+        eof = next_eof;
     }
     if let Some(b) = open.take() {
         stats.blocks += 1;
@@ -722,10 +847,17 @@ mod tests {
                 _ => "{\"step\": 1, \"loss\": 0.5, \"lr\": 3.0e-4}\n",
             });
         }
-        let one = trigger_lines(text.as_bytes(), 1);
-        assert!(one.len() > 600);
+        let bytes = text.as_bytes();
+        let one = trigger_lines(bytes, 1);
+        assert!(one.hits.len() > 600);
         for t in [2, 3, 7, 16] {
-            assert_eq!(trigger_lines(text.as_bytes(), t), one, "{t} threads");
+            let many = trigger_lines(bytes, t);
+            assert_eq!(many.hits, one.hits, "{t} threads");
+            assert_eq!(many.total, bytecount::count(bytes, b'\n') as u64);
+            // Newline counts from the marks equal a plain count, at marks and between them.
+            for x in many.hits.iter().map(|h| h.0).chain([0, 1, 12345, bytes.len() / 2, bytes.len()]) {
+                assert_eq!(many.newlines_before(bytes, x), bytecount::count(&bytes[..x], b'\n') as u64, "{t} threads at {x}");
+            }
         }
         let run = |t| {
             let mut out = Vec::new();
