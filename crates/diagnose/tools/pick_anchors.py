@@ -13,9 +13,18 @@ templates (benches/scan_throughput.rs), tests/corpus/negatives.jsonl and
 tests/corpus/negatives/*.jsonl (real texts users pasted: training logs, memory
 summaries, nvidia-smi tables, non-memory errors).
 
-Usage: python3 crates/diagnose/tools/pick_anchors.py [LIMIT_PER_MB] [--prefix] [--list]
+Usage: python3 crates/diagnose/tools/pick_anchors.py [LIMIT_PER_MB] [--prefix] [--list] [--order N]
 It reads the trigger lists from the sources (scan.rs START_TRIGGERS and CONTEXT_WORDS,
 each recognize/*.rs TRIGGERS) and prints the anchors as a Rust array for scan.rs ANCHORS.
+
+Every anchor is at least four bytes long: Teddy's fingerprint is as long as the shortest
+anchor (up to four), and three bytes let through many more candidates (half the speed).
+
+`--order N` (needs numpy) then orders the anchors so that aho-corasick's Teddy, which puts
+pattern i in bucket B-1-(i mod B) (B = 16 past 32 patterns), fills each bucket with
+look-alike fingerprints: N random swaps, each kept when the number of positions of the
+reference text that pass a bucket's fingerprint test does not grow. On the benchmark's
+log the ordered set searched about 10% faster.
 """
 import json, re, sys, pathlib, collections
 
@@ -53,10 +62,11 @@ def reference_text():
     return '\n'.join(parts)
 
 TRIGGERS = []
-args = [a for a in sys.argv[1:] if not a.startswith('--')]
+args = [a for i, a in enumerate(sys.argv[1:], 1) if not a.startswith('--') and sys.argv[i - 1] != '--order']
 LIMIT = float(args[0]) if args else 300
 WHOLE = '--prefix' not in sys.argv
 LIST = '--list' in sys.argv
+ORDER = int(sys.argv[sys.argv.index('--order') + 1]) if '--order' in sys.argv else 0
 # Teddy compares fingerprints of min(4, shortest anchor) bytes: one 3-byte anchor
 # halves the speed of all (measured with examples/anchor_speed.rs).
 MIN_LEN = 4
@@ -75,6 +85,58 @@ def all_triggers():
     for f in sorted((src / 'recognize').glob('*.rs')):
         out += rust_list(f.read_text(), 'TRIGGERS')
     return list(dict.fromkeys(out))
+
+def teddy_order(anchors, text, iters):
+    """Order anchors for few Teddy candidates (see the module docs)."""
+    import random
+    import numpy as np
+    data = np.frombuffer(text[:8_000_000], dtype=np.uint8)
+    buckets_n = 16 if len(anchors) > 32 else 8
+    m = min(4, min(len(a) for a in anchors))
+    lo = [data[k:len(data) - m + k + 1] & 15 for k in range(m)]
+    hi = [data[k:len(data) - m + k + 1] >> 4 for k in range(m)]
+    cache = {}
+
+    def bucket_cost(pats):
+        key = tuple(sorted(pats))
+        if key not in cache:
+            ok = np.zeros(len(lo[0]), bool) if not pats else None
+            for k in range(m) if pats else []:
+                low, high = np.zeros(16, bool), np.zeros(16, bool)
+                for p in pats:
+                    b = p.encode()[k]
+                    low[b & 15] = high[b >> 4] = True
+                hit = low[lo[k]] & high[hi[k]]
+                ok = hit if ok is None else ok & hit
+            # Every candidate is checked against each pattern of its bucket.
+            cache[key] = int(ok.sum()) * (1 + 0.25 * max(0, len(pats) - 1))
+        return cache[key]
+
+    def buckets(order):
+        # aho-corasick 1.1 packed/teddy/generic.rs, Teddy::new: patterns whose first
+        # m bytes have the same low nybbles share a bucket.
+        out, seen = [[] for _ in range(buckets_n)], {}
+        for i, p in enumerate(order):
+            key = bytes(x & 15 for x in p.encode()[:m])
+            b = seen.setdefault(key, buckets_n - 1 - (i % buckets_n))
+            out[b].append(p)
+        return out
+
+    def cost(order):
+        return sum(bucket_cost(b) for b in buckets(order))
+
+    rng = random.Random(1)
+    order, best = list(anchors), cost(anchors)
+    print(f'Teddy candidates in the reference: {best:.0f} sorted', file=sys.stderr)
+    for _ in range(iters):
+        i, j = rng.randrange(len(order)), rng.randrange(len(order))
+        trial = list(order)
+        trial[i], trial[j] = trial[j], trial[i]
+        c = cost(trial)
+        if c <= best:
+            order, best = trial, c
+    print(f'Teddy candidates in the reference: {best:.0f} ordered', file=sys.stderr)
+    return order
 
 def main():
     triggers = all_triggers()
@@ -109,11 +171,14 @@ def main():
         uncovered -= cands[best]
     for a in sorted(anchors):
         print(f'{a!r:24} {freq[a]:8.2f}/MB  prefix {pre[a[:3]]:8.2f}/MB  covers {len(cands[a])}', file=sys.stderr)
+    anchors = sorted(anchors)
+    if ORDER:
+        anchors = teddy_order(anchors, ref.encode(), ORDER)
     if LIST:
-        print('\n'.join(sorted(anchors)))
+        print('\n'.join(anchors))
         return
     print('pub const ANCHORS: &[&str] = &[')
-    print('    ' + ', '.join(json.dumps(a) for a in sorted(anchors)) + ',')
+    print('    ' + ', '.join(json.dumps(a) for a in anchors) + ',')
     print('];')
     print(f'{len(anchors)} anchors for {len(triggers)} triggers; reference {mb:.1f} MB', file=sys.stderr)
 
