@@ -28,7 +28,7 @@ pub struct ModuleFiles {
     pub live_range: Option<PathBuf>,
     pub hlo_text: Option<PathBuf>,
     pub hlo_proto: Option<PathBuf>,
-    /// `.hlo.pb.gz`, which this tool does not decompress.
+    /// `.hlo.pb.gz` (`--xla_dump_compress_protos`), decompressed when read.
     pub compressed_proto: Option<PathBuf>,
     /// The module's HloProto inside a profile (`<host>.xplane.pb`).
     pub xplane: Option<crate::xplane::XSpaceModule>,
@@ -67,7 +67,7 @@ impl DumpModule {
         let use_proto = match pref {
             SourcePreference::Proto => true,
             SourcePreference::Text => false,
-            SourcePreference::Auto => f.hlo_proto.is_some() || f.xplane.is_some() || f.buffer_assignment.is_none(),
+            SourcePreference::Auto => f.hlo_proto.is_some() || f.compressed_proto.is_some() || f.xplane.is_some() || f.buffer_assignment.is_none(),
         };
         if use_proto {
             if let Some(p) = &f.hlo_proto {
@@ -77,10 +77,7 @@ impl DumpModule {
                 return loader::from_proto_bytes(x.read_proto()?, &x.path, &self.name, self.program_id);
             }
             if let Some(gz) = &f.compressed_proto {
-                return Err(MemoryError::Incomplete {
-                    module: self.label(),
-                    message: format!("{} is gzip-compressed (--xla_dump_compress_protos); gunzip it first", gz.display()),
-                });
+                return loader::from_proto(gz, &self.name, self.program_id);
             }
             if pref == SourcePreference::Proto {
                 return Err(MemoryError::Incomplete { module: self.label(), message: "no .hlo.pb (dump with --xla_dump_hlo_as_proto)".into() });
@@ -200,7 +197,7 @@ pub fn load_dump_with(paths: &[PathBuf], options: &LoadOptions) -> Result<Dump, 
                     continue;
                 }
                 let (dir, name) = (dir.as_path(), name.as_str());
-                if name.ends_with(".xplane.pb") {
+                if is_xplane(name) {
                     xplanes.push((dir.join(name), false));
                     continue;
                 }
@@ -211,7 +208,7 @@ pub fn load_dump_with(paths: &[PathBuf], options: &LoadOptions) -> Result<Dump, 
             }
         } else {
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if name.ends_with(".xplane.pb") {
+            if is_xplane(name) {
                 xplanes.push((path.clone(), true));
                 continue;
             }
@@ -219,7 +216,7 @@ pub fn load_dump_with(paths: &[PathBuf], options: &LoadOptions) -> Result<Dump, 
                 return Err(MemoryError::parse(
                     path,
                     0,
-                    "not a recognised XLA dump file (expected *-buffer-assignment.txt, *-buffer-assignment-values.txt, *-live-range.txt, *.hlo.pb, *.hlo_proto.pb or a profile's *.xplane.pb)",
+                    "not a recognised XLA dump file (expected *-buffer-assignment.txt, *-buffer-assignment-values.txt, *-live-range.txt, *.hlo.pb, *.hlo.pb.gz, *.hlo_proto.pb or a profile's *.xplane.pb[.gz])",
                 ));
             };
             let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -264,6 +261,11 @@ pub fn load_dump_with(paths: &[PathBuf], options: &LoadOptions) -> Result<Dump, 
     }
     modules.sort_by(|a, b| a.program_id.cmp(&b.program_id).then(a.prefix.cmp(&b.prefix)));
     Ok(Dump { root, modules })
+}
+
+/// A profile's XSpace: `<host>.xplane.pb`, or gzipped `<host>.xplane.pb.gz`.
+fn is_xplane(name: &str) -> bool {
+    name.ends_with(".xplane.pb") || name.ends_with(".xplane.pb.gz")
 }
 
 fn set(files: &mut ModuleFiles, kind: Kind, path: PathBuf) {

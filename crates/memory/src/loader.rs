@@ -142,7 +142,8 @@ pub(crate) fn check_total(path: &Path, total: u64, allocations: &[Allocation]) -
 
 /// From an `xla.HloProto` (`*.hlo.pb`, `*.hlo_proto.pb`).
 pub fn from_proto(path: &Path, fallback_name: &str, program_id: Option<u64>) -> Result<ModuleData, MemoryError> {
-    let bytes = std::fs::read(path).map_err(|e| MemoryError::io(path, e))?;
+    // `*.hlo.pb.gz` (--xla_dump_compress_protos) is decompressed here.
+    let bytes = crate::gz::read_all(path)?;
     from_proto_bytes(bytes, path, fallback_name, program_id)
 }
 
