@@ -34,6 +34,8 @@ pub struct ModuleFiles {
     pub xplane: Option<crate::xplane::XSpaceModule>,
     /// Hosts of the profile whose XSpace carries this module (name and program id).
     pub hosts: Vec<String>,
+    /// `-memory-usage-report.txt`: per-space totals that check the buffer assignment.
+    pub usage_report: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -86,7 +88,7 @@ impl DumpModule {
         let Some(ba) = &f.buffer_assignment else {
             return Err(MemoryError::Incomplete { module: self.label(), message: "no -buffer-assignment.txt".into() });
         };
-        loader::from_text(&self.name, self.program_id, ba, f.live_range.as_deref(), f.values.as_deref(), f.hlo_text.as_deref())
+        loader::from_text_files(&self.name, self.program_id, ba, f.live_range.as_deref(), f.values.as_deref(), f.hlo_text.as_deref(), f.usage_report.as_deref())
     }
 
     pub fn analyze(&self, preference: SourcePreference) -> Result<ModuleReport, MemoryError> {
@@ -114,11 +116,13 @@ enum Kind {
     HloText,
     HloProto,
     CompressedProto,
+    UsageReport,
 }
 
 /// Recognise a dump file by its name: (prefix, kind).
 fn classify(file_name: &str) -> Option<(&str, Kind)> {
-    const SUFFIXES: [(&str, Kind); 6] = [
+    const SUFFIXES: [(&str, Kind); 7] = [
+        ("-memory-usage-report.txt", Kind::UsageReport),
         ("-buffer-assignment-values.txt", Kind::Values),
         ("-buffer-assignment.txt", Kind::BufferAssignment),
         ("-live-range.txt", Kind::LiveRange),
@@ -276,6 +280,7 @@ fn set(files: &mut ModuleFiles, kind: Kind, path: PathBuf) {
         Kind::HloText => &mut files.hlo_text,
         Kind::HloProto => &mut files.hlo_proto,
         Kind::CompressedProto => &mut files.compressed_proto,
+        Kind::UsageReport => &mut files.usage_report,
     };
     *slot = Some(path);
 }

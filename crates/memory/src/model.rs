@@ -106,6 +106,9 @@ pub struct ModuleData {
     /// Heap-simulator traces other than the one in `liveness` (other memory spaces), with
     /// the allocation (position) that owns each: see [`crate::spaces`].
     pub other_traces: Vec<(Option<usize>, Vec<HeapEvent>)>,
+    /// Doubts about the input that did not stop the analysis (e.g. a buffer assignment
+    /// that may be truncated); shown loudly with the result.
+    pub warnings: Vec<String>,
 }
 
 /// Bytes of a shape without layout padding; tuples and unreadable shapes count as their

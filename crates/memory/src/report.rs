@@ -51,6 +51,9 @@ pub struct ModuleReport {
     pub host_temp_bytes: u64,
     /// Every memory space with an allocation.
     pub memory_spaces: Vec<crate::spaces::MemorySpaceSummary>,
+    /// Doubts about the input that did not stop the analysis, e.g. a buffer-assignment
+    /// file that looks truncated (the peak may then be too low). Empty when none.
+    pub warnings: Vec<String>,
 
     #[serde(skip)]
     pub program_id: Option<u64>,
@@ -238,6 +241,7 @@ pub fn build_report_for(m: &ModuleData, space: u64) -> Result<ModuleReport, Memo
         host_alias_bytes,
         host_temp_bytes,
         memory_spaces: crate::spaces::summarize_spaces(m),
+        warnings: m.warnings.clone(),
         program_id: m.program_id,
         thread_local_bytes,
         temp_peak_bytes: profile.peak_bytes,

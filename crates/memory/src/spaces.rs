@@ -170,6 +170,7 @@ mod tests {
             labels: LabelSource::Text { values_file: None, hlo_text: None },
             sources: Vec::new(),
             other_traces: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
