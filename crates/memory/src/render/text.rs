@@ -192,7 +192,8 @@ pub fn render_listing(list: &[ModuleListing], selected: Option<(&str, Option<u64
         let id = m.program_id.map(|i| i.to_string()).unwrap_or_else(|| "-".into());
         match (&m.peak_bytes, &m.error) {
             (Some(p), _) => {
-                let _ = writeln!(s, " {mark} {:>6}  {:>12}  {}{hosts}", id, format_bytes(*p), m.name);
+                let warn = if m.warnings.is_empty() { String::new() } else { format!("  (WARNING: {})", cut(&m.warnings[0], 100)) };
+                let _ = writeln!(s, " {mark} {:>6}  {:>12}  {}{hosts}{warn}", id, format_bytes(*p), m.name);
             }
             (None, Some(e)) => {
                 let _ = writeln!(s, " {mark} {:>6}  {:>12}  {}{hosts}  ({})", id, "error", m.name, cut(e, 100));
