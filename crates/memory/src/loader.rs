@@ -122,7 +122,10 @@ pub fn from_text_files(
                     }
                     ranges.push(range);
                 }
-                if !exact_check {
+                // Each value has its own key, so fewer matches than ranges means some
+                // range has no value; only then build the set to name them.
+                let matched = ranges.iter().filter(|r| r.is_some()).count();
+                if !exact_check && matched < lr.ranges.len() {
                     let known: crate::model::FastSet<String> = buffers.iter().map(|b| live_range_key(&b.instruction, &b.index)).collect();
                     let mut missing: Vec<(&String, usize)> = lr.ranges.iter().filter(|(k, _)| !known.contains(*k)).map(|(k, &(_, _, line))| (k, line)).collect();
                     if !missing.is_empty() {
