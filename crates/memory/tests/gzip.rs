@@ -98,3 +98,32 @@ fn compressed_profile_lists_and_reads_the_same_modules() {
         }
     }
 }
+
+/// A real `--xla_dump_compress_protos` dump: the `.hlo.pb.gz` and the text files give
+/// XProf's memory viewer numbers from the same run.
+#[test]
+fn real_compressed_dump_matches_xprof() {
+    let dir = fixture("compressed_dump");
+    let x: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("golden/xprof_memory_viewer.json")).unwrap()).unwrap();
+    let mib = |v: &serde_json::Value| (v.as_f64().unwrap() * (1u64 << 20) as f64).round() as u64;
+    let mut theirs: Vec<(String, u64)> = x["maxHeapBySize"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h.get("instructionName").and_then(|n| n.as_str()).unwrap_or("small (<16384 bytes)").to_string(), mib(&h["logicalBufferSizeMib"])))
+        .collect();
+    theirs.sort();
+    let dump = load_dump(&dir).unwrap();
+    assert!(dump.modules[0].files.compressed_proto.is_some());
+    for source in [SourcePreference::Proto, SourcePreference::Text] {
+        let r = dump.modules[0].analyze(source).unwrap();
+        assert_eq!(r.name, x["moduleName"].as_str().unwrap());
+        assert_eq!(r.peak_bytes, mib(&x["peakHeapMib"]), "{source:?}");
+        assert_eq!(r.peak_unpadded_bytes, mib(&x["peakUnpaddedHeapMib"]), "{source:?}");
+        assert_eq!(r.total_allocation_bytes, mib(&x["totalBufferAllocationMib"]), "{source:?}");
+        let mut ours: Vec<(String, u64)> = r.buffers_at_peak.iter().map(|b| (b.name.clone(), b.size_bytes)).collect();
+        ours.sort();
+        assert_eq!(ours, theirs, "{source:?}");
+        assert!(r.warnings.is_empty());
+    }
+}
