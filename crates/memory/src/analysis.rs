@@ -34,7 +34,7 @@ pub struct TempProfile {
 pub fn temp_profile(m: &ModuleData) -> Result<TempProfile, String> {
     match &m.liveness {
         Liveness::Trace(events) => replay_trace(m, events),
-        Liveness::Schedule { sequence, max, ranges } => Ok(sweep_schedule(m, sequence, *max, ranges)),
+        Liveness::Schedule { sequence, max, ranges } => sweep_schedule(m, sequence, *max, ranges),
         Liveness::None => Ok(TempProfile { axis: Axis::Schedule, points: Vec::new(), peak_index: 0, peak_bytes: 0, peak_unpadded_bytes: 0, live_at_peak: Vec::new() }),
     }
 }
@@ -89,6 +89,11 @@ pub fn replay_trace(m: &ModuleData, events: &[HeapEvent]) -> Result<TempProfile,
     let sizes = |id: u64| -> Result<(u64, u64), String> {
         pos.get(&id).map(|&i| (m.buffers[i].size, m.buffers[i].unpadded)).ok_or_else(|| format!("heap event names unknown logical buffer {id}"))
     };
+    // Never wrap: a heap past 2^64 bytes is an impossible input, named by its buffer.
+    let overflow = |i: usize, id: u64| {
+        let name = pos.get(&id).map(|&b| m.buffers[b].display_name()).unwrap_or_default();
+        format!("the temp heap exceeds 2^64 bytes at heap event {i} (logical buffer {id} {name}): impossible sizes in the input")
+    };
     let run = |stop_after: Option<usize>| -> Result<(Vec<(String, u64, u64)>, usize, u64, u64, Replay), String> {
         let mut st = Replay { heap: 0, unpadded: 0, refs: HashMap::new(), canonical: HashMap::new(), live: LiveList::default(), display: HashMap::new() };
         let mut points = Vec::with_capacity(if stop_after.is_some() { 0 } else { events.len() });
@@ -101,8 +106,8 @@ pub fn replay_trace(m: &ModuleData, events: &[HeapEvent]) -> Result<TempProfile,
                     let r = st.root(b)?;
                     *st.refs.entry(r).or_insert(0) += 1;
                     let (s, u) = sizes(b)?;
-                    st.heap += s;
-                    st.unpadded += u;
+                    st.heap = st.heap.checked_add(s).ok_or_else(|| overflow(i, b))?;
+                    st.unpadded = st.unpadded.saturating_add(u);
                     st.live.push(b);
                     increased = true;
                 }
@@ -126,8 +131,8 @@ pub fn replay_trace(m: &ModuleData, events: &[HeapEvent]) -> Result<TempProfile,
                     if *count == 1 {
                         st.display.insert(r, b);
                         let (s, u) = sizes(r)?;
-                        st.heap += s;
-                        st.unpadded += u;
+                        st.heap = st.heap.checked_add(s).ok_or_else(|| overflow(i, r))?;
+                        st.unpadded = st.unpadded.saturating_add(u);
                         st.live.push(r);
                         increased = true;
                     }
@@ -161,16 +166,17 @@ pub fn replay_trace(m: &ModuleData, events: &[HeapEvent]) -> Result<TempProfile,
 
 /// Sweep of live ranges for the temp allocations of memory color 0. Values at the same
 /// offset of the same allocation share memory: per moment only the largest live one counts.
-pub fn sweep_schedule(m: &ModuleData, sequence: &[String], max: u64, ranges: &[Option<(u64, u64)>]) -> TempProfile {
+pub fn sweep_schedule(m: &ModuleData, sequence: &[String], max: u64, ranges: &[Option<(u64, u64)>]) -> Result<TempProfile, String> {
     sweep_schedule_color(m, sequence, max, ranges, 0)
 }
 
 /// [`sweep_schedule`] for the temp allocations of memory color `color`.
-pub fn sweep_schedule_color(m: &ModuleData, sequence: &[String], max: u64, ranges: &[Option<(u64, u64)>], color: u64) -> TempProfile {
+pub fn sweep_schedule_color(m: &ModuleData, sequence: &[String], max: u64, ranges: &[Option<(u64, u64)>], color: u64) -> Result<TempProfile, String> {
     // The parser guarantees max <= sequence length + 1 and every range end <= max.
     let len = usize::try_from(max).unwrap_or(usize::MAX).min(sequence.len() + 1) + 1;
-    let mut delta = vec![0i64; len + 1];
-    let mut delta_unpadded = vec![0i64; len + 1];
+    // i128: a sum of u64 sizes cannot wrap; a total past u64 is reported, not wrapped.
+    let mut delta = vec![0i128; len + 1];
+    let mut delta_unpadded = vec![0i128; len + 1];
     // (allocation, offset) → members (start, end, buffer position)
     let mut groups: crate::model::FastMap<(usize, u64), Vec<(u64, u64, usize)>> = Default::default();
     for (i, b) in m.buffers.iter().enumerate() {
@@ -188,26 +194,30 @@ pub fn sweep_schedule_color(m: &ModuleData, sequence: &[String], max: u64, range
     for members in groups.values() {
         if let [(s, e, i)] = members[..] {
             let b = &m.buffers[i];
-            add_interval(&mut delta, s, e, b.size as i64);
-            add_interval(&mut delta_unpadded, s, e, b.unpadded as i64);
+            add_interval(&mut delta, s, e, i128::from(b.size));
+            add_interval(&mut delta_unpadded, s, e, i128::from(b.unpadded));
         } else {
             add_group_max(&mut delta, members, |i| m.buffers[i].size);
             add_group_max(&mut delta_unpadded, members, |i| m.buffers[i].unpadded);
         }
     }
     let mut points = Vec::with_capacity(len);
-    let (mut cur, mut cur_u) = (0i64, 0i64);
+    let (mut cur, mut cur_u) = (0i128, 0i128);
     let (mut peak, mut peak_u, mut peak_index) = (0u64, 0u64, 0usize);
+    let to_u64 = |v: i128, t: usize| -> Result<u64, String> {
+        u64::try_from(v.max(0)).map_err(|_| format!("the temp heap exceeds 2^64 bytes at schedule position {t} ({}): impossible sizes in the input", sequence.get(t).map(String::as_str).unwrap_or("")))
+    };
     for t in 0..len {
         cur += delta[t];
         cur_u += delta_unpadded[t];
-        let bytes = cur.max(0) as u64;
+        let bytes = to_u64(cur, t)?;
+        let unpadded = u64::try_from(cur_u.max(0)).unwrap_or(u64::MAX);
         if bytes > peak {
             peak = bytes;
-            peak_u = cur_u.max(0) as u64;
+            peak_u = unpadded;
             peak_index = t;
         }
-        points.push((sequence.get(t).cloned().unwrap_or_default(), bytes, cur_u.max(0) as u64));
+        points.push((sequence.get(t).cloned().unwrap_or_default(), bytes, unpadded));
     }
     let t = peak_index as u64;
     let mut live: Vec<(u64, u64, usize)> = Vec::new();
@@ -230,14 +240,14 @@ pub fn sweep_schedule_color(m: &ModuleData, sequence: &[String], max: u64, range
         }
     }
     live.sort_by_key(|&(s, _, i)| (s, m.buffers[i].id));
-    TempProfile {
+    Ok(TempProfile {
         axis: Axis::Schedule,
         points,
         peak_index,
         peak_bytes: peak,
         peak_unpadded_bytes: peak_u,
         live_at_peak: live.into_iter().map(|x| x.2).collect(),
-    }
+    })
 }
 
 /// The value XProf would show for one offset at time `t`. Values that share memory
@@ -277,23 +287,23 @@ fn shown_at(members: &[(u64, u64, usize)], t: u64, key: impl Fn(usize) -> (u64, 
     runs.into_iter().filter(|r| r.2).max_by(|a, b| key(a.0 .2).0.cmp(&key(b.0 .2).0).then(b.0 .0.cmp(&a.0 .0))).map(|r| r.0)
 }
 
-fn add_interval(delta: &mut [i64], s: u64, e: u64, w: i64) {
-    let (s, e) = (s as usize, e as usize);
+fn add_interval(delta: &mut [i128], s: u64, e: u64, w: i128) {
+    let (s, e) = (usize::try_from(s).unwrap_or(usize::MAX), usize::try_from(e).unwrap_or(usize::MAX));
     if s < delta.len() {
         delta[s] += w;
     }
-    if e + 1 < delta.len() {
+    if e.saturating_add(1) < delta.len() {
         delta[e + 1] -= w;
     }
 }
 
 /// Adds the per-moment maximum weight of overlapping intervals to `delta`.
-fn add_group_max(delta: &mut [i64], members: &[(u64, u64, usize)], weight: impl Fn(usize) -> u64) {
+fn add_group_max(delta: &mut [i128], members: &[(u64, u64, usize)], weight: impl Fn(usize) -> u64) {
     let mut events: Vec<(u64, bool, u64)> = Vec::with_capacity(members.len() * 2);
     for &(s, e, i) in members {
         let w = weight(i);
         events.push((s, true, w));
-        events.push((e + 1, false, w));
+        events.push((e.saturating_add(1), false, w));
     }
     events.sort_unstable();
     let mut active: BTreeMap<u64, usize> = BTreeMap::new();
@@ -316,7 +326,7 @@ fn add_group_max(delta: &mut [i64], members: &[(u64, u64, usize)], weight: impl 
         let now = active.keys().next_back().copied().unwrap_or(0);
         if now != prev_max {
             if (time as usize) < delta.len() {
-                delta[time as usize] += now as i64 - prev_max as i64;
+                delta[time as usize] += i128::from(now) - i128::from(prev_max);
             }
             prev_max = now;
         }

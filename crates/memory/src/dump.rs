@@ -28,12 +28,14 @@ pub struct ModuleFiles {
     pub live_range: Option<PathBuf>,
     pub hlo_text: Option<PathBuf>,
     pub hlo_proto: Option<PathBuf>,
-    /// `.hlo.pb.gz`, which this tool does not decompress.
+    /// `.hlo.pb.gz` (`--xla_dump_compress_protos`), decompressed when read.
     pub compressed_proto: Option<PathBuf>,
     /// The module's HloProto inside a profile (`<host>.xplane.pb`).
     pub xplane: Option<crate::xplane::XSpaceModule>,
     /// Hosts of the profile whose XSpace carries this module (name and program id).
     pub hosts: Vec<String>,
+    /// `-memory-usage-report.txt`: per-space totals that check the buffer assignment.
+    pub usage_report: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -67,7 +69,7 @@ impl DumpModule {
         let use_proto = match pref {
             SourcePreference::Proto => true,
             SourcePreference::Text => false,
-            SourcePreference::Auto => f.hlo_proto.is_some() || f.xplane.is_some() || f.buffer_assignment.is_none(),
+            SourcePreference::Auto => f.hlo_proto.is_some() || f.compressed_proto.is_some() || f.xplane.is_some() || f.buffer_assignment.is_none(),
         };
         if use_proto {
             if let Some(p) = &f.hlo_proto {
@@ -77,10 +79,7 @@ impl DumpModule {
                 return loader::from_proto_bytes(x.read_proto()?, &x.path, &self.name, self.program_id);
             }
             if let Some(gz) = &f.compressed_proto {
-                return Err(MemoryError::Incomplete {
-                    module: self.label(),
-                    message: format!("{} is gzip-compressed (--xla_dump_compress_protos); gunzip it first", gz.display()),
-                });
+                return loader::from_proto(gz, &self.name, self.program_id);
             }
             if pref == SourcePreference::Proto {
                 return Err(MemoryError::Incomplete { module: self.label(), message: "no .hlo.pb (dump with --xla_dump_hlo_as_proto)".into() });
@@ -89,7 +88,7 @@ impl DumpModule {
         let Some(ba) = &f.buffer_assignment else {
             return Err(MemoryError::Incomplete { module: self.label(), message: "no -buffer-assignment.txt".into() });
         };
-        loader::from_text(&self.name, self.program_id, ba, f.live_range.as_deref(), f.values.as_deref(), f.hlo_text.as_deref())
+        loader::from_text_files(&self.name, self.program_id, ba, f.live_range.as_deref(), f.values.as_deref(), f.hlo_text.as_deref(), f.usage_report.as_deref())
     }
 
     pub fn analyze(&self, preference: SourcePreference) -> Result<ModuleReport, MemoryError> {
@@ -117,11 +116,13 @@ enum Kind {
     HloText,
     HloProto,
     CompressedProto,
+    UsageReport,
 }
 
 /// Recognise a dump file by its name: (prefix, kind).
 fn classify(file_name: &str) -> Option<(&str, Kind)> {
-    const SUFFIXES: [(&str, Kind); 6] = [
+    const SUFFIXES: [(&str, Kind); 7] = [
+        ("-memory-usage-report.txt", Kind::UsageReport),
         ("-buffer-assignment-values.txt", Kind::Values),
         ("-buffer-assignment.txt", Kind::BufferAssignment),
         ("-live-range.txt", Kind::LiveRange),
@@ -200,7 +201,7 @@ pub fn load_dump_with(paths: &[PathBuf], options: &LoadOptions) -> Result<Dump, 
                     continue;
                 }
                 let (dir, name) = (dir.as_path(), name.as_str());
-                if name.ends_with(".xplane.pb") {
+                if is_xplane(name) {
                     xplanes.push((dir.join(name), false));
                     continue;
                 }
@@ -211,7 +212,7 @@ pub fn load_dump_with(paths: &[PathBuf], options: &LoadOptions) -> Result<Dump, 
             }
         } else {
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if name.ends_with(".xplane.pb") {
+            if is_xplane(name) {
                 xplanes.push((path.clone(), true));
                 continue;
             }
@@ -219,7 +220,7 @@ pub fn load_dump_with(paths: &[PathBuf], options: &LoadOptions) -> Result<Dump, 
                 return Err(MemoryError::parse(
                     path,
                     0,
-                    "not a recognised XLA dump file (expected *-buffer-assignment.txt, *-buffer-assignment-values.txt, *-live-range.txt, *.hlo.pb, *.hlo_proto.pb or a profile's *.xplane.pb)",
+                    "not a recognised XLA dump file (expected *-buffer-assignment.txt, *-buffer-assignment-values.txt, *-live-range.txt, *.hlo.pb, *.hlo.pb.gz, *.hlo_proto.pb or a profile's *.xplane.pb[.gz])",
                 ));
             };
             let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -266,6 +267,11 @@ pub fn load_dump_with(paths: &[PathBuf], options: &LoadOptions) -> Result<Dump, 
     Ok(Dump { root, modules })
 }
 
+/// A profile's XSpace: `<host>.xplane.pb`, or gzipped `<host>.xplane.pb.gz`.
+fn is_xplane(name: &str) -> bool {
+    name.ends_with(".xplane.pb") || name.ends_with(".xplane.pb.gz")
+}
+
 fn set(files: &mut ModuleFiles, kind: Kind, path: PathBuf) {
     let slot = match kind {
         Kind::BufferAssignment => &mut files.buffer_assignment,
@@ -274,6 +280,7 @@ fn set(files: &mut ModuleFiles, kind: Kind, path: PathBuf) {
         Kind::HloText => &mut files.hlo_text,
         Kind::HloProto => &mut files.hlo_proto,
         Kind::CompressedProto => &mut files.compressed_proto,
+        Kind::UsageReport => &mut files.usage_report,
     };
     *slot = Some(path);
 }

@@ -20,6 +20,7 @@ pub mod analysis;
 pub mod dump;
 pub mod error;
 pub mod gpu_oom;
+pub mod gz;
 pub mod inplace;
 pub mod labels;
 pub mod loader;

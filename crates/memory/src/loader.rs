@@ -16,6 +16,20 @@ pub fn from_text(
     values_path: Option<&Path>,
     hlo_text: Option<&Path>,
 ) -> Result<ModuleData, MemoryError> {
+    from_text_files(name, program_id, ba_path, live_range_path, values_path, hlo_text, None)
+}
+
+/// [`from_text`], with the `-memory-usage-report.txt` whose per-space totals show whether
+/// the buffer assignment is complete.
+pub fn from_text_files(
+    name: &str,
+    program_id: Option<u64>,
+    ba_path: &Path,
+    live_range_path: Option<&Path>,
+    values_path: Option<&Path>,
+    hlo_text: Option<&Path>,
+    usage_report: Option<&Path>,
+) -> Result<ModuleData, MemoryError> {
     let ba = buffer_assignment::parse_file(ba_path)?;
     let mut allocations = Vec::with_capacity(ba.allocations.len());
     let mut buffers = Vec::new();
@@ -65,6 +79,25 @@ pub fn from_text(
     if let Some(total) = ba.total_bytes_used {
         check_total(ba_path, total, &allocations)?;
     }
+    if let Some(report) = usage_report {
+        check_space_totals(report, ba_path, &allocations)?;
+    }
+    // Without a values file (which lists every value: one the buffer assignment lacks is
+    // an error when labels are read), a buffer assignment cut at a line boundary parses;
+    // the usage report's totals catch lost allocations but not lost values of the last
+    // one. The live range then names values that no allocation holds.
+    let exact_check = values_path.is_some() || ba.has_embedded_values;
+    let mut warnings = Vec::new();
+    if !exact_check {
+        if let Some(last) = ba.allocations.last().filter(|a| a.values.is_empty()) {
+            warnings.push(format!(
+                "{}:{}: the last allocation ({}) holds no value; the buffer assignment looks truncated, so the peak below may be too low (keep the -buffer-assignment-values.txt beside it to check)",
+                ba_path.display(),
+                last.line,
+                last.index
+            ));
+        }
+    }
 
     let needs_liveness = allocations.iter().any(|a| a.is_temp() && a.color == 0 && !a.buffers.is_empty());
     let liveness = match live_range_path {
@@ -88,6 +121,24 @@ pub fn from_text(
                         ));
                     }
                     ranges.push(range);
+                }
+                // Each value has its own key, so fewer matches than ranges means some
+                // range has no value; only then build the set to name them.
+                let matched = ranges.iter().filter(|r| r.is_some()).count();
+                if !exact_check && matched < lr.ranges.len() {
+                    let known: crate::model::FastSet<String> = buffers.iter().map(|b| live_range_key(&b.instruction, &b.index)).collect();
+                    let mut missing: Vec<(&String, usize)> = lr.ranges.iter().filter(|(k, _)| !known.contains(*k)).map(|(k, &(_, _, line))| (k, line)).collect();
+                    if !missing.is_empty() {
+                        missing.sort_by_key(|&(_, line)| line);
+                        warnings.push(format!(
+                            "{}: {} value(s) of the live range are in no allocation of {} (first: {} at line {}); the buffer assignment looks truncated or comes from another compilation, so the peak below may be too low (keep the -buffer-assignment-values.txt beside it to check)",
+                            path.display(),
+                            missing.len(),
+                            ba_path.display(),
+                            missing[0].0,
+                            missing[0].1
+                        ));
+                    }
                 }
                 Liveness::Schedule { sequence: lr.sequence, max: lr.max, ranges }
             }
@@ -125,11 +176,15 @@ pub fn from_text(
         labels: LabelSource::Text { values_file, hlo_text: hlo_text.map(Path::to_path_buf) },
         sources,
         other_traces: Vec::new(),
+        warnings,
     })
 }
 
 pub(crate) fn check_total(path: &Path, total: u64, allocations: &[Allocation]) -> Result<(), MemoryError> {
-    let sum: u64 = allocations.iter().map(|a| a.size).sum();
+    let sum = allocations.iter().try_fold(0u64, |s, a| s.checked_add(a.size));
+    let Some(sum) = sum else {
+        return Err(MemoryError::inconsistent(path, None, "allocation sizes add up to more than 2^64 bytes"));
+    };
     if sum != total {
         return Err(MemoryError::inconsistent(
             path,
@@ -140,9 +195,41 @@ pub(crate) fn check_total(path: &Path, total: u64, allocations: &[Allocation]) -
     Ok(())
 }
 
+/// The per-memory-space totals of `-memory-usage-report.txt` against the buffer
+/// assignment's allocations: XLA sums the same allocations for both, so a difference
+/// means a truncated buffer assignment (or files of different compilations).
+fn check_space_totals(report: &Path, ba_path: &Path, allocations: &[Allocation]) -> Result<(), MemoryError> {
+    let totals = crate::text::usage_report::parse_totals(report)?;
+    if totals.is_empty() {
+        return Ok(());
+    }
+    let mut spaces: Vec<u64> = allocations.iter().map(|a| a.color).collect();
+    spaces.sort_unstable();
+    spaces.dedup();
+    for &(color, total, line) in &totals {
+        let (sum, n) = allocations.iter().filter(|a| a.color == color).fold((Some(0u64), 0usize), |(s, n), a| (s.and_then(|s| s.checked_add(a.size)), n + 1));
+        let sum = sum.ok_or_else(|| MemoryError::inconsistent(ba_path, None, format!("allocation sizes of memory space {color} add up to more than 2^64 bytes")))?;
+        if sum != total {
+            return Err(MemoryError::inconsistent(
+                report,
+                Some(line),
+                format!(
+                    "memory space {color} totals {total} bytes here, but the {n} allocations of {} in that space add up to {sum} (truncated buffer assignment, or files from different compilations?)",
+                    ba_path.display()
+                ),
+            ));
+        }
+    }
+    if let Some(c) = spaces.iter().find(|c| !totals.iter().any(|t| t.0 == **c)) {
+        return Err(MemoryError::inconsistent(report, None, format!("no total for memory space {c}, which {} has allocations in (files from different compilations?)", ba_path.display())));
+    }
+    Ok(())
+}
+
 /// From an `xla.HloProto` (`*.hlo.pb`, `*.hlo_proto.pb`).
 pub fn from_proto(path: &Path, fallback_name: &str, program_id: Option<u64>) -> Result<ModuleData, MemoryError> {
-    let bytes = std::fs::read(path).map_err(|e| MemoryError::io(path, e))?;
+    // `*.hlo.pb.gz` (--xla_dump_compress_protos) is decompressed here.
+    let bytes = crate::gz::read_all(path)?;
     from_proto_bytes(bytes, path, fallback_name, program_id)
 }
 
@@ -298,5 +385,6 @@ pub fn from_proto_bytes(bytes: Vec<u8>, path: &Path, fallback_name: &str, progra
         labels: LabelSource::Proto { instructions, instruction_ids, frames: proto.stack_frames },
         sources: vec![path.to_path_buf()],
         other_traces,
+        warnings: Vec::new(),
     })
 }

@@ -106,16 +106,21 @@ pub struct ModuleData {
     /// Heap-simulator traces other than the one in `liveness` (other memory spaces), with
     /// the allocation (position) that owns each: see [`crate::spaces`].
     pub other_traces: Vec<(Option<usize>, Vec<HeapEvent>)>,
+    /// Doubts about the input that did not stop the analysis (e.g. a buffer assignment
+    /// that may be truncated); shown loudly with the result.
+    pub warnings: Vec<String>,
 }
 
 /// Bytes of a shape without layout padding; tuples and unreadable shapes count as their
-/// allocated size (pointer tables have no padding).
+/// allocated size (pointer tables have no padding). A shape whose bytes overflow 64 bits
+/// gives `u64::MAX`, which [`crate::report::check_sizes`] refuses by the buffer's name.
 pub fn unpadded_size(shape: &str, size: u64) -> u64 {
     if shape.starts_with('(') {
         return size;
     }
     match oomdoc_units::Shape::parse(shape).and_then(|s| s.unpadded_bytes()) {
         Ok(n) => n,
+        Err(oomdoc_units::ShapeError::Overflow(_)) => u64::MAX,
         Err(_) => size,
     }
 }

@@ -54,7 +54,9 @@ fn absorb(into: &mut ModuleFiles, from: ModuleFiles) {
         compressed_proto,
         xplane,
         hosts,
+        usage_report,
     } = from;
+    into.usage_report = into.usage_report.take().or(usage_report);
     into.buffer_assignment = into.buffer_assignment.take().or(buffer_assignment);
     into.values = into.values.take().or(values);
     into.live_range = into.live_range.take().or(live_range);

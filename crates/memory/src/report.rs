@@ -51,6 +51,9 @@ pub struct ModuleReport {
     pub host_temp_bytes: u64,
     /// Every memory space with an allocation.
     pub memory_spaces: Vec<crate::spaces::MemorySpaceSummary>,
+    /// Doubts about the input that did not stop the analysis, e.g. a buffer-assignment
+    /// file that looks truncated (the peak may then be too low). Empty when none.
+    pub warnings: Vec<String>,
 
     #[serde(skip)]
     pub program_id: Option<u64>,
@@ -100,7 +103,7 @@ pub struct TimelinePoint {
 impl ModuleReport {
     /// Padding at the peak: Σ(size − unpadded) over the buffers at the peak.
     pub fn padding_bytes(&self) -> u64 {
-        self.buffers_at_peak.iter().map(|b| b.size_bytes.saturating_sub(b.unpadded_bytes)).sum()
+        self.buffers_at_peak.iter().fold(0u64, |s, b| s.saturating_add(b.size_bytes.saturating_sub(b.unpadded_bytes)))
     }
 
     /// Largest real buffers (the merged small entry excluded).
@@ -116,12 +119,14 @@ pub fn build_report(m: &ModuleData) -> Result<ModuleReport, MemoryError> {
 /// The report for one memory space (XProf's "Memory Types"): its temp heap, its
 /// indefinite allocations; the `memory_analysis()` figures are the module's.
 pub fn build_report_for(m: &ModuleData, space: u64) -> Result<ModuleReport, MemoryError> {
+    check_sizes(m)?;
     let profile = crate::spaces::temp_profile_for(m, space).map_err(|msg| MemoryError::inconsistent(m.sources.first().map(|p| p.as_path()).unwrap_or(std::path::Path::new(&m.name)), None, msg))?;
 
     // memory_analysis() figures, split device / host as XLA's CompiledMemoryStats
     // (`PopulateBufferStatsFromAllocations`: host = memory space 5, device = the rest).
     let host = crate::spaces::HOST_MEMORY_SPACE;
-    let sum = |pred: &dyn Fn(&crate::model::Allocation) -> bool| -> u64 { m.allocations.iter().filter(|a| pred(a)).map(|a| a.size).sum() };
+    // Every subset of the allocations sums below their checked total: no wrap possible.
+    let sum = |pred: &dyn Fn(&crate::model::Allocation) -> bool| -> u64 { m.allocations.iter().filter(|a| pred(a)).fold(0u64, |s, a| s.saturating_add(a.size)) };
     let arguments_bytes = sum(&|a| a.parameter && a.color != host);
     let outputs_bytes = sum(&|a| a.maybe_live_out && a.color != host);
     let alias_bytes = sum(&|a| a.parameter && a.aliased && a.color != host);
@@ -146,7 +151,7 @@ pub fn build_report_for(m: &ModuleData, space: u64) -> Result<ModuleReport, Memo
             }
         }
         if let Some(b) = best {
-            indefinite_bytes += a.size;
+            indefinite_bytes = indefinite_bytes.saturating_add(a.size);
             // XProf shows the representatives only for the default memory space.
             if space == crate::spaces::DEVICE_MEMORY_SPACE {
                 shown.push(b);
@@ -167,8 +172,8 @@ pub fn build_report_for(m: &ModuleData, space: u64) -> Result<ModuleReport, Memo
     for &b in &shown {
         let buf = &m.buffers[b];
         if buf.size < SMALL_BUFFER_BYTES {
-            small_bytes += buf.size;
-            small_unpadded += buf.unpadded;
+            small_bytes = small_bytes.saturating_add(buf.size);
+            small_unpadded = small_unpadded.saturating_add(buf.unpadded);
             small_count += 1;
             continue;
         }
@@ -210,17 +215,23 @@ pub fn build_report_for(m: &ModuleData, space: u64) -> Result<ModuleReport, Memo
     keyed.sort_by(|(a, _), (b, _)| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
     buffers_at_peak.extend(keyed.into_iter().map(|(_, b)| b));
 
-    let timeline: Vec<TimelinePoint> = profile
-        .points
-        .iter()
-        .enumerate()
-        .map(|(i, (instr, bytes, unpadded))| TimelinePoint { position: i as u64, instruction: instr.clone(), bytes: bytes + indefinite_bytes, unpadded_bytes: unpadded + indefinite_bytes })
-        .collect();
-    let peak_bytes = profile.peak_bytes + indefinite_bytes;
+    let source = || m.sources.first().map(|p| p.as_path()).unwrap_or(std::path::Path::new(&m.name));
+    let too_big = |what: &str| MemoryError::inconsistent(source(), None, format!("{what} exceeds 2^64 bytes: impossible sizes in the input"));
+    let mut timeline: Vec<TimelinePoint> = Vec::with_capacity(profile.points.len());
+    for (i, (instr, bytes, unpadded)) in profile.points.iter().enumerate() {
+        let at = |what: &str| too_big(&format!("{what} at position {i} ({instr})"));
+        timeline.push(TimelinePoint {
+            position: i as u64,
+            instruction: instr.clone(),
+            bytes: bytes.checked_add(indefinite_bytes).ok_or_else(|| at("the memory in use"))?,
+            unpadded_bytes: unpadded.saturating_add(indefinite_bytes),
+        });
+    }
+    let peak_bytes = profile.peak_bytes.checked_add(indefinite_bytes).ok_or_else(|| too_big("the peak"))?;
     Ok(ModuleReport {
         name: m.name.clone(),
         peak_bytes,
-        peak_unpadded_bytes: profile.peak_unpadded_bytes + indefinite_bytes,
+        peak_unpadded_bytes: profile.peak_unpadded_bytes.saturating_add(indefinite_bytes),
         peak_position: profile.peak_index as u64,
         peak_instruction: profile.points.get(profile.peak_index).map(|p| p.0.clone()).unwrap_or_default(),
         arguments_bytes,
@@ -238,6 +249,7 @@ pub fn build_report_for(m: &ModuleData, space: u64) -> Result<ModuleReport, Memo
         host_alias_bytes,
         host_temp_bytes,
         memory_spaces: crate::spaces::summarize_spaces(m),
+        warnings: m.warnings.clone(),
         program_id: m.program_id,
         thread_local_bytes,
         temp_peak_bytes: profile.peak_bytes,
@@ -245,4 +257,38 @@ pub fn build_report_for(m: &ModuleData, space: u64) -> Result<ModuleReport, Memo
         axis: profile.axis,
         sources: m.sources.iter().map(|p| p.display().to_string()).collect(),
     })
+}
+
+/// XLA sizes are `int64`: a size past `i64::MAX` (a negative size read as unsigned, or a
+/// crafted file) is impossible, as are allocations whose total passes 2^64 bytes. Refuse
+/// them by name before any sum, so that no total can wrap.
+pub fn check_sizes(m: &ModuleData) -> Result<(), MemoryError> {
+    let source = m.sources.first().map(|p| p.as_path()).unwrap_or(std::path::Path::new(&m.name));
+    let bad = |msg: String| MemoryError::inconsistent(source, None, msg);
+    const MAX: u64 = i64::MAX as u64;
+    let mut total: u64 = 0;
+    for a in &m.allocations {
+        if a.size > MAX {
+            return Err(bad(format!("allocation {} has an impossible size {} (more than 2^63 − 1 bytes; a negative int64?)", a.index, a.size)));
+        }
+        total = total
+            .checked_add(a.size)
+            .ok_or_else(|| bad(format!("allocation sizes add up to more than 2^64 bytes at allocation {} ({} bytes): impossible sizes in the input", a.index, a.size)))?;
+    }
+    for b in &m.buffers {
+        if b.unpadded == u64::MAX {
+            return Err(bad(format!("buffer {} (logical buffer {}) has shape {}, whose bytes do not fit in 64 bits: an impossible shape", b.display_name(), b.id, b.shape)));
+        }
+        if b.size > MAX || b.offset > MAX {
+            return Err(bad(format!(
+                "buffer {} (logical buffer {}, shape {}) has an impossible size {} or offset {} (more than 2^63 − 1 bytes; a negative int64?)",
+                b.display_name(),
+                b.id,
+                if b.shape.is_empty() { "?" } else { &b.shape },
+                b.size,
+                b.offset
+            )));
+        }
+    }
+    Ok(())
 }

@@ -54,7 +54,8 @@ pub fn summarize_spaces(m: &ModuleData) -> Vec<MemorySpaceSummary> {
     spaces
         .into_iter()
         .map(|c| {
-            let sum = |pred: &dyn Fn(&crate::model::Allocation) -> bool| -> u64 { m.allocations.iter().filter(|a| a.color == c && pred(a)).map(|a| a.size).sum() };
+            // Saturating, never wrapping (build_report_for has refused totals past 2^64).
+            let sum = |pred: &dyn Fn(&crate::model::Allocation) -> bool| -> u64 { m.allocations.iter().filter(|a| a.color == c && pred(a)).fold(0u64, |s, a| s.saturating_add(a.size)) };
             MemorySpaceSummary {
                 memory_space: c,
                 name: space_name(c),
@@ -86,7 +87,7 @@ pub fn temp_profile_for(m: &ModuleData, space: u64) -> Result<TempProfile, Strin
         return temp_profile(m);
     }
     match &m.liveness {
-        Liveness::Schedule { sequence, max, ranges } => Ok(sweep_schedule_color(m, sequence, *max, ranges, space)),
+        Liveness::Schedule { sequence, max, ranges } => sweep_schedule_color(m, sequence, *max, ranges, space),
         // XProf: the trace owned by a non-indefinite allocation of the space (lowest
         // allocation index), else the trace with most events on buffers of the space.
         Liveness::Trace(_) | Liveness::None => {
@@ -170,6 +171,7 @@ mod tests {
             labels: LabelSource::Text { values_file: None, hlo_text: None },
             sources: Vec::new(),
             other_traces: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 

@@ -20,6 +20,10 @@ pub struct ModuleListing {
     /// Profile hosts whose XSpace carries the module (empty for dumps).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub hosts: Vec<String>,
+    /// The analysis's warnings (e.g. a buffer assignment that looks truncated); present
+    /// only when there are some.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub warnings: Vec<String>,
 }
 
 /// Every module of a dump analysed: a listing line for each, the reports of those
@@ -55,8 +59,10 @@ impl Dump {
     pub fn analyze_all_space(&self, source: SourcePreference, space: u64) -> AllModules {
         let mut all = AllModules { listing: Vec::new(), reports: Vec::new(), first_error: None };
         for m in &self.modules {
+            let mut warnings = Vec::new();
             let (peak_bytes, temp_bytes, error) = match m.analyze_space(source, space) {
                 Ok(r) => {
+                    warnings = r.warnings.clone();
                     let line = (Some(r.peak_bytes), Some(r.temp_bytes), None);
                     all.reports.push(r);
                     line
@@ -67,7 +73,7 @@ impl Dump {
                     line
                 }
             };
-            all.listing.push(ModuleListing { name: m.name.clone(), program_id: m.program_id, peak_bytes, temp_bytes, error, hosts: m.files.hosts.clone() });
+            all.listing.push(ModuleListing { name: m.name.clone(), program_id: m.program_id, peak_bytes, temp_bytes, error, hosts: m.files.hosts.clone(), warnings });
         }
         all
     }
@@ -93,6 +99,9 @@ pub struct ModuleSummary {
     pub padding_bytes: u64,
     /// Largest first; the merged "small" entry is left out.
     pub top_buffers: Vec<BufferAtPeak>,
+    /// Doubts about the dump (e.g. a truncated buffer assignment); empty when none.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub warnings: Vec<String>,
 }
 
 /// Summarise the module of `dump` (a directory or one dump file) that `module_hint`
@@ -120,5 +129,6 @@ pub fn summarize_module(dump: &Path, module_hint: &str, top_n: usize) -> Result<
         temp_bytes: report.temp_bytes,
         padding_bytes: report.padding_bytes(),
         top_buffers: report.top_buffers(top_n).cloned().collect(),
+        warnings: report.warnings.clone(),
     })
 }

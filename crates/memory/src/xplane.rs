@@ -43,7 +43,8 @@ pub struct XSpaceModule {
 impl XSpaceModule {
     /// The module's HloProto bytes (read from the file again; nothing else is kept).
     pub fn read_proto(&self) -> Result<Vec<u8>, MemoryError> {
-        let mut f = File::open(&self.path).map_err(|e| MemoryError::io(&self.path, e))?;
+        // A `.xplane.pb.gz` is decompressed (again) up to the proto.
+        let (mut f, _) = crate::gz::open_stream(&self.path)?;
         f.seek(SeekFrom::Start(self.offset)).map_err(|e| MemoryError::io(&self.path, e))?;
         let len = usize::try_from(self.len).map_err(|_| MemoryError::proto(&self.path, "HloProto larger than memory"))?;
         let mut buf = Vec::new();
@@ -182,13 +183,9 @@ struct EventMeta {
 
 /// Every module's HloProto in an XSpace file, in the order of the metadata plane.
 pub fn scan_xspace(path: &Path) -> Result<Vec<XSpaceModule>, MemoryError> {
-    let file = File::open(path).map_err(|e| MemoryError::io(path, e))?;
-    let len = file.metadata().map_err(|e| MemoryError::io(path, e))?.len();
-    let mut s = Stream {
-        r: BufReader::with_capacity(1 << 16, file),
-        pos: 0,
-        len,
-    };
+    // Buffered plain file, or a forward-seeking gzip stream (`*.xplane.pb.gz`).
+    let (r, len) = crate::gz::open_stream(path)?;
+    let mut s = Stream { r, pos: 0, len };
     let mut modules = Vec::new();
     let mut hostname: Option<String> = None;
     while let Some((field, wire)) = s.key(path, len)? {
@@ -212,6 +209,7 @@ pub fn scan_xspace(path: &Path) -> Result<Vec<XSpaceModule>, MemoryError> {
 /// `host.xplane.pb` → `host`.
 pub fn host_from_file_name(path: &Path) -> String {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let name = crate::gz::strip_gz(name);
     name.strip_suffix(".xplane.pb").unwrap_or(name).to_string()
 }
 

@@ -43,6 +43,8 @@ fn json_follows_the_contract() {
         "constants_bytes", "total_allocation_bytes", "fragmentation_bytes", "buffers_at_peak", "timeline",
         // Added with memory spaces (issue 13).
         "memory_space", "host_arguments_bytes", "host_outputs_bytes", "host_alias_bytes", "host_temp_bytes", "memory_spaces",
+        // Added with the truncation checks (issue 12).
+        "warnings",
     ];
     let mut got = keys.clone();
     want.sort();
@@ -208,4 +210,53 @@ fn output_never_overwrites_an_input() {
     assert!(std::fs::read_to_string(&new).unwrap().contains("peak"));
     let _ = std::fs::remove_file(&link);
     std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+/// A buffer assignment that lost its last lines, with no values file to check it: the
+/// answer carries a loud warning in text and a `warnings` entry in JSON (issue 12); a
+/// cut mid-line is exit 2; a `.hlo.pb.gz` dump is read.
+#[test]
+fn truncated_text_dump_warns_and_compressed_proto_is_read() {
+    let src = fixtures().join("compressed_dump");
+    let dir = std::env::temp_dir().join(format!("oomdoc-cli-trunc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut ba = PathBuf::new();
+    for e in std::fs::read_dir(&src).unwrap().flatten() {
+        let name = e.file_name().into_string().unwrap();
+        if name.ends_with("-buffer-assignment-values.txt") || !e.file_type().unwrap().is_file() {
+            continue;
+        }
+        std::fs::copy(e.path(), dir.join(&name)).unwrap();
+        if name.ends_with("-buffer-assignment.txt") {
+            ba = dir.join(&name);
+        }
+    }
+    // The .hlo.pb.gz is the default source: same peak as the text files.
+    let o = oomdoc(&["memory", dir.to_str().unwrap(), "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let peak = v["modules"][0]["peak_bytes"].as_u64().unwrap();
+    assert_eq!(v["modules"][0]["warnings"], serde_json::json!([]));
+    std::fs::remove_file(dir.join("module_0012.jit_mlp_block.cpu_after_optimizations.hlo.pb.gz")).unwrap();
+    std::fs::remove_file(dir.join("module_0012.jit_mlp_block.cpu_after_optimizations-memory-usage-report.txt")).unwrap();
+    let text = std::fs::read_to_string(&ba).unwrap();
+    let o = oomdoc(&["memory", dir.to_str().unwrap(), "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["modules"][0]["peak_bytes"].as_u64().unwrap(), peak);
+    // Lose the last two value lines.
+    let cut: usize = text.trim_end().rmatch_indices('\n').nth(1).unwrap().0 + 1;
+    std::fs::write(&ba, &text[..cut]).unwrap();
+    let o = oomdoc(&["memory", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("WARNING: ") && stdout(&o).contains("truncated"), "{}", stdout(&o));
+    let o = oomdoc(&["memory", dir.to_str().unwrap(), "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["modules"][0]["warnings"][0].as_str().unwrap().contains("truncated"), "{v}");
+    // Cut mid-line: exit 2, one line naming the file and line.
+    std::fs::write(&ba, &text[..text.len() - 3]).unwrap();
+    let o = oomdoc(&["memory", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stderr(&o).contains("-buffer-assignment.txt:") && stderr(&o).contains("middle of this line"), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
 }

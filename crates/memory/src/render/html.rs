@@ -78,6 +78,9 @@ fn card(s: &mut String, label: &str, bytes: u64) {
 fn module_section(s: &mut String, r: &ModuleReport) {
     let id = r.program_id.map(|i| format!(" <span class=muted>(program {i})</span>")).unwrap_or_default();
     let _ = writeln!(s, "<h2 id=\"{}\">{}{id}</h2>", anchor(&r.name, r.program_id), esc(&r.name));
+    for w in &r.warnings {
+        let _ = writeln!(s, "<p style=\"border:2px solid #c00;padding:.4em\"><b>Warning:</b> {}</p>", esc(w));
+    }
     let axis = match r.axis {
         Axis::HeapEvent => "heap-simulator event",
         Axis::Schedule => "schedule position",

@@ -87,6 +87,9 @@ pub fn render_module(r: &ModuleReport, o: &TextOptions) -> String {
     let mut s = String::new();
     let id = r.program_id.map(|i| format!(" (program {i})")).unwrap_or_default();
     let _ = writeln!(s, "Module {}{id}", r.name);
+    for w in &r.warnings {
+        let _ = writeln!(s, "  WARNING: {w}");
+    }
     if r.memory_space != 0 || r.memory_spaces.len() > 1 {
         let spaces: Vec<String> = r.memory_spaces.iter().map(|m| format!("{} ({}) {}", m.name, m.memory_space, format_bytes(m.allocation_bytes))).collect();
         let _ = writeln!(s, "  memory space      {} ({}); allocations per space: {}", crate::spaces::space_name(r.memory_space), r.memory_space, spaces.join(" · "));
@@ -189,7 +192,8 @@ pub fn render_listing(list: &[ModuleListing], selected: Option<(&str, Option<u64
         let id = m.program_id.map(|i| i.to_string()).unwrap_or_else(|| "-".into());
         match (&m.peak_bytes, &m.error) {
             (Some(p), _) => {
-                let _ = writeln!(s, " {mark} {:>6}  {:>12}  {}{hosts}", id, format_bytes(*p), m.name);
+                let warn = if m.warnings.is_empty() { String::new() } else { format!("  (WARNING: {})", cut(&m.warnings[0], 100)) };
+                let _ = writeln!(s, " {mark} {:>6}  {:>12}  {}{hosts}{warn}", id, format_bytes(*p), m.name);
             }
             (None, Some(e)) => {
                 let _ = writeln!(s, " {mark} {:>6}  {:>12}  {}{hosts}  ({})", id, "error", m.name, cut(e, 100));

@@ -69,6 +69,7 @@ pub(crate) fn parse(lines: &mut Lines) -> Result<BufferAssignmentText, MemoryErr
         return Err(lines.error(format!("expected `BufferAssignment:` (is this a -buffer-assignment.txt file?), found `{}`", clip(&first))));
     }
     let mut buf = String::new();
+    let mut at_end = true;
     while lines.next_into(&mut buf)? {
         let line = buf.as_str();
         if line.is_empty() {
@@ -89,10 +90,15 @@ pub(crate) fn parse(lines: &mut Lines) -> Result<BufferAssignmentText, MemoryErr
             out.total_bytes_used = Some(parse_u64(n, "total bytes").map_err(|m| lines.error(m))?);
         } else if line == "Used values:" {
             out.has_embedded_values = true;
+            at_end = false;
             break;
         } else {
             return Err(lines.error(format!("unexpected line in buffer assignment: `{}`", clip(line))));
         }
+    }
+    if at_end {
+        // A value line cut inside its shape still parses: only the missing newline tells.
+        lines.check_complete()?;
     }
     Ok(out)
 }

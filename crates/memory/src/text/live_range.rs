@@ -93,6 +93,10 @@ pub fn parse_file(path: &Path) -> Result<Option<LiveRangeText>, MemoryError> {
             Section::Start | Section::Done => return Err(lines.error(format!("unexpected line before `InstructionSequence:`: `{}`", clip(line)))),
         }
     }
+    if section != Section::Done {
+        // A range `7-12` cut to `7-1` still parses: only the missing newline tells.
+        lines.check_complete()?;
+    }
     if section == Section::Start || section == Section::Sequence {
         return Err(lines.error("no `BufferLiveRange:` section (truncated file?)"));
     }

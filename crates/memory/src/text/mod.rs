@@ -8,6 +8,7 @@ pub mod buffer_assignment;
 pub mod instruction;
 pub mod live_range;
 pub mod stack_frames;
+pub mod usage_report;
 pub mod values;
 
 use crate::error::MemoryError;
@@ -22,6 +23,8 @@ pub(crate) struct Lines {
     buf: Vec<u8>,
     line: usize,
     path: PathBuf,
+    /// The last line read had no `\n`: XLA ends every line with one, so the file was cut.
+    unterminated: bool,
 }
 
 impl Lines {
@@ -31,7 +34,7 @@ impl Lines {
     }
 
     pub(crate) fn from_reader(path: &Path, reader: Box<dyn BufRead>) -> Lines {
-        Lines { reader, buf: Vec::new(), line: 0, path: path.to_path_buf() }
+        Lines { reader, buf: Vec::new(), line: 0, path: path.to_path_buf(), unterminated: false }
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -53,6 +56,7 @@ impl Lines {
                 return Ok(false);
             }
             self.line += 1;
+            self.unterminated = self.buf.last() != Some(&b'\n');
             if self.buf.last() == Some(&b'\n') {
                 self.buf.pop();
                 if self.buf.last() == Some(&b'\r') {
@@ -68,6 +72,14 @@ impl Lines {
             }
             Err(_) => Err(MemoryError::parse(&self.path, self.line, "not UTF-8 text (is this a binary file?)")),
         }
+    }
+
+    /// At the end of the file: an error when its last line is cut (no final newline).
+    pub(crate) fn check_complete(&self) -> Result<(), MemoryError> {
+        if self.unterminated {
+            return Err(self.error("the file ends in the middle of this line (truncated file?); XLA ends every line with a newline"));
+        }
+        Ok(())
     }
 
     pub(crate) fn error(&self, message: impl Into<String>) -> MemoryError {

@@ -92,5 +92,6 @@ pub fn scan(path: &Path, is_known: &dyn Fn(u64) -> bool, is_wanted: &dyn Fn(u64)
     if let Some((id, header_line, false)) = current {
         return Err(MemoryError::parse(lines.path(), header_line, format!("value {id} has no ` from instruction:` line (truncated file?)")));
     }
+    lines.check_complete()?;
     Ok(out)
 }

@@ -11,8 +11,8 @@ use std::path::PathBuf;
 #[derive(Args)]
 pub struct MemoryArgs {
     /// A dump directory (XLA_FLAGS=--xla_dump_to=DIR), or files from it
-    /// (*-buffer-assignment.txt, *-live-range.txt, *.hlo.pb, *.hlo_proto.pb), or a
-    /// jax.profiler.trace log directory / its <host>.xplane.pb files.
+    /// (*-buffer-assignment.txt, *-live-range.txt, *.hlo.pb[.gz], *.hlo_proto.pb), or a
+    /// jax.profiler.trace log directory / its <host>.xplane.pb[.gz] files.
     #[arg(required = true, value_name = "DUMP")]
     pub paths: Vec<PathBuf>,
 
