@@ -151,7 +151,7 @@ impl Db {
         &self.path
     }
 
-    fn writer(&self) -> MutexGuard<'_, Connection> {
+    pub(crate) fn writer(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock cannot leave a half-done transaction
         // behind (rusqlite rolls back on drop), so a poisoned lock is still usable.
         self.writer.lock().unwrap_or_else(|p| p.into_inner())

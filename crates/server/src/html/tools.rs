@@ -16,6 +16,7 @@ pub fn memory_form(lang: Lang, max_bytes: usize) -> Markup {
                 (crate::error::human_bytes(max_bytes)) ". The report is the same as "
                 code { "oomdoc memory --format html" } "." }
             form id="memory-form" method="post" action="/memory" enctype="multipart/form-data" {
+                (crate::csrf::hidden_field())
                 input type="file" name="dump" multiple;
                 " "
                 button type="submit" { "Show memory" }
@@ -37,6 +38,7 @@ pub fn plan_form(lang: Lang, input: Option<&PlanInput>, error: Option<&str>) -> 
             p { "Paste a Pallas TPU spec (as for " code { "oomdoc plan pallas SPEC" } ") or Triton autotune configs (as for "
                 code { "oomdoc plan triton --arch ARCH --configs FILE" } "); the plan is the same as their " code { "--format json" } "." }
             form id="plan-form" method="post" action="/plan" {
+                (crate::csrf::hidden_field())
                 p {
                     label { "Kind " select name="kind" {
                         option value="pallas" selected[kind != "triton"] { "Pallas (TPU spec)" }
