@@ -115,14 +115,14 @@ struct WriterResult {
     other_status: usize,
 }
 
-fn writer(addr: SocketAddr, round: usize, w: usize, entry: &str, fix: &str, stop: &AtomicBool) -> WriterResult {
+fn writer(addr: SocketAddr, run: &str, round: usize, w: usize, entry: &str, fix: &str, stop: &AtomicBool) -> WriterResult {
     let mut r = WriterResult { acked: Vec::new(), unanswered: 0, other_status: 0 };
     let mut failures = 0;
     for n in 0.. {
         if stop.load(Ordering::Relaxed) && failures > 0 {
             break;
         }
-        let note = format!("crash r{round} w{w} n{n}");
+        let note = format!("crash {run} r{round} w{w} n{n}");
         let body = serde_json::json!({ "entry": entry, "fix": fix, "outcome": "worked", "note": note }).to_string();
         let t = Instant::now();
         match post(addr, &body) {
@@ -166,6 +166,8 @@ fn main() {
     let db = o.db.clone().unwrap_or_else(|| dir.path().join("oomdoc.sqlite3"));
     let e = KnowledgeBase::get().entries().iter().find(|e| !e.fixes.is_empty()).expect("an entry with a fix");
     let (entry, fix) = (e.id.clone(), e.fixes[0].id.clone());
+    // Notes are unique across runs on the same --db file.
+    let run = format!("p{}t{}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs());
     println!(
         "{} writers, {} rounds, SIGKILL {} after the writers start; database {}",
         o.writers,
@@ -189,8 +191,8 @@ fn main() {
         let started = Instant::now();
         let handles: Vec<_> = (0..o.writers)
             .map(|w| {
-                let (stop, entry, fix) = (stop.clone(), entry.clone(), fix.clone());
-                std::thread::spawn(move || writer(addr, round, w, &entry, &fix, &stop))
+                let (stop, entry, fix, run) = (stop.clone(), entry.clone(), fix.clone(), run.clone());
+                std::thread::spawn(move || writer(addr, &run, round, w, &entry, &fix, &stop))
             })
             .collect();
         std::thread::sleep(o.kill_after);
@@ -202,7 +204,7 @@ fn main() {
         let results: Vec<WriterResult> = handles.into_iter().map(|h| h.join().expect("writer thread")).collect();
 
         let conn = rusqlite::Connection::open(&db).expect("open the database after the crash");
-        let prefix = format!("crash r{round} ");
+        let prefix = format!("crash {run} r{round} ");
         let stored: HashSet<String> = conn
             .prepare("SELECT note FROM feedback WHERE note LIKE ?1")
             .unwrap()
