@@ -92,6 +92,14 @@ fn spawn_server(db: &Path) -> Result<(Child, SocketAddr, Duration), String> {
     Ok((child, addr, started.elapsed()))
 }
 
+fn get_status(addr: SocketAddr, path: &str) -> Option<u16> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").ok()?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).ok()?;
+    String::from_utf8_lossy(&buf).strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()
+}
+
 /// One POST; `Some(status)` when a full status line came back.
 fn post(addr: SocketAddr, body: &str) -> Option<u16> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
@@ -175,8 +183,8 @@ fn main() {
         ms(o.kill_after),
         db.display()
     );
-    println!("| round | acknowledged (201) | lost | committed, not acknowledged | unanswered | acks/s | p50 | p99 | max | restart |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("| round | acknowledged (201) | lost | committed, not acknowledged | unanswered | acks/s | p50 | p99 | max | listening | ready |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let (mut total_acked, mut total_lost) = (0usize, 0usize);
     let mut all_lat = Vec::new();
     for round in 0..o.rounds {
@@ -187,6 +195,14 @@ fn main() {
                 std::process::exit(2);
             }
         };
+        // Warm-up: the first request loads the knowledge base; time it apart from the writers.
+        let t = Instant::now();
+        let healthy = get_status(addr, "/healthz");
+        let ready = restart + t.elapsed();
+        if healthy != Some(200) {
+            eprintln!("oomdoc-feedback-crash: round {round}: /healthz answered {healthy:?}");
+            std::process::exit(2);
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let started = Instant::now();
         let handles: Vec<_> = (0..o.writers)
@@ -221,7 +237,7 @@ fn main() {
         let mut lat: Vec<Duration> = acked.iter().map(|(_, d)| *d).collect();
         lat.sort();
         println!(
-            "| {round} | {} | {lost} | {extra} | {unanswered}{} | {:.0} | {} | {} | {} | {} |",
+            "| {round} | {} | {lost} | {extra} | {unanswered}{} | {:.0} | {} | {} | {} | {} | {} |",
             acked.len(),
             if other > 0 { format!(" (+{other} non-201)") } else { String::new() },
             acked.len() as f64 / elapsed.as_secs_f64(),
@@ -229,6 +245,7 @@ fn main() {
             ms(percentile(&lat, 0.99)),
             ms(lat.last().copied().unwrap_or_default()),
             ms(restart),
+            ms(ready),
         );
         total_acked += acked.len();
         total_lost += lost;
