@@ -113,21 +113,32 @@ pub fn check_origin(policy: &OriginPolicy, headers: &HeaderMap) -> Result<(), St
         return Ok(()); // not a browser page: curl, scripts
     };
     let refused = |why: &str| {
-        Err(format!("cross-site request refused: Origin `{origin}` {why}; {PROXY_HINT}"))
+        Err(format!(
+            "cross-site request refused: Origin `{origin}` {why}; {PROXY_HINT}"
+        ))
     };
     if origin.eq_ignore_ascii_case("null") {
         return refused("is opaque");
     }
-    let Ok(origin_n) = parse_origin(origin) else { return refused("is malformed") };
+    let Ok(origin_n) = parse_origin(origin) else {
+        return refused("is malformed");
+    };
     if !policy.public_origins.is_empty() {
         if policy.public_origins.iter().any(|o| *o == origin_n) {
             return Ok(());
         }
-        return refused(&format!("is not this server's public origin ({})", policy.public_origins.join(", ")));
+        return refused(&format!(
+            "is not this server's public origin ({})",
+            policy.public_origins.join(", ")
+        ));
     }
     let forwarded = policy
         .trust_forwarded_host
-        .then(|| header_str(headers, "x-forwarded-host").and_then(|v| v.split(',').next()).map(str::trim))
+        .then(|| {
+            header_str(headers, "x-forwarded-host")
+                .and_then(|v| v.split(',').next())
+                .map(str::trim)
+        })
         .flatten();
     let Some(host) = forwarded.or_else(|| header_str(headers, header::HOST)) else {
         return refused("cannot be compared: the request has no Host");
@@ -161,7 +172,12 @@ fn new_token() -> String {
         use std::hash::{BuildHasher, Hasher};
         for chunk in b.chunks_mut(8) {
             let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+            h.write_u128(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default()
+                    .as_nanos(),
+            );
             chunk.copy_from_slice(&h.finish().to_le_bytes()[..chunk.len()]);
         }
     }
@@ -220,12 +236,18 @@ pub async fn guard(State(state): State<Shared>, req: Request, next: Next) -> Res
         || (policy.trust_forwarded_host
             && header_str(req.headers(), "x-forwarded-proto").is_some_and(|p| p.eq_ignore_ascii_case("https")));
     let mut resp = FORM_TOKEN.scope(token.clone(), next.run(req)).await;
-    let is_html = resp.headers().get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"text/html"));
+    let is_html = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/html"));
     if existing.is_none() && is_html {
         // Lax, not Strict: a page reached from a link on another site still gets the
         // cookie the browser already has, so forms open in other tabs stay valid. Lax
         // cookies are not sent on cross-site POSTs, which is what matters here.
-        let cookie = format!("{COOKIE}={token}; Path=/; SameSite=Lax; HttpOnly{}", if secure { "; Secure" } else { "" });
+        let cookie = format!(
+            "{COOKIE}={token}; Path=/; SameSite=Lax; HttpOnly{}",
+            if secure { "; Secure" } else { "" }
+        );
         if let Ok(v) = HeaderValue::from_str(&cookie) {
             resp.headers_mut().append(header::SET_COOKIE, v);
         }
@@ -247,10 +269,20 @@ mod tests {
 
     #[test]
     fn origins_normalize() {
-        assert_eq!(parse_origin("HTTPS://Oomdoc.Example:443/").unwrap(), "https://oomdoc.example");
+        assert_eq!(
+            parse_origin("HTTPS://Oomdoc.Example:443/").unwrap(),
+            "https://oomdoc.example"
+        );
         assert_eq!(parse_origin("http://127.0.0.1:8080").unwrap(), "http://127.0.0.1:8080");
         assert_eq!(parse_origin("http://[::1]:8080").unwrap(), "http://[::1]:8080");
-        for bad in ["oomdoc.example", "ftp://x", "https://x/path", "https://u@x", "https://x:99999", "https://"] {
+        for bad in [
+            "oomdoc.example",
+            "ftp://x",
+            "https://x/path",
+            "https://u@x",
+            "https://x:99999",
+            "https://",
+        ] {
             assert!(parse_origin(bad).is_err(), "{bad}");
         }
     }
@@ -259,7 +291,11 @@ mod tests {
     fn fetch_metadata_then_origin() {
         let p = OriginPolicy::default();
         assert!(check_origin(&p, &headers(&[])).is_ok(), "curl: no browser headers");
-        assert!(check_origin(&p, &headers(&[("sec-fetch-site", "same-origin"), ("origin", "https://evil")])).is_ok());
+        assert!(check_origin(
+            &p,
+            &headers(&[("sec-fetch-site", "same-origin"), ("origin", "https://evil")])
+        )
+        .is_ok());
         assert!(check_origin(&p, &headers(&[("sec-fetch-site", "cross-site")])).is_err());
         assert!(check_origin(&p, &headers(&[("sec-fetch-site", "same-site")])).is_err());
         let host = [("host", "127.0.0.1:8080")];
@@ -267,12 +303,30 @@ mod tests {
         assert!(check_origin(&p, &headers(&[host[0], ("origin", "http://127.0.0.1:8081")])).is_err());
         assert!(check_origin(&p, &headers(&[host[0], ("origin", "null")])).is_err());
         // TLS at the proxy: the browser's https origin on the default port, Host without a port.
-        assert!(check_origin(&p, &headers(&[("host", "oomdoc.example"), ("origin", "https://oomdoc.example")])).is_ok());
+        assert!(check_origin(
+            &p,
+            &headers(&[("host", "oomdoc.example"), ("origin", "https://oomdoc.example")])
+        )
+        .is_ok());
         // X-Forwarded-Host only when trusted.
-        let fwd = headers(&[("host", "127.0.0.1:8080"), ("x-forwarded-host", "oomdoc.example"), ("origin", "https://oomdoc.example")]);
+        let fwd = headers(&[
+            ("host", "127.0.0.1:8080"),
+            ("x-forwarded-host", "oomdoc.example"),
+            ("origin", "https://oomdoc.example"),
+        ]);
         assert!(check_origin(&p, &fwd).is_err());
-        assert!(check_origin(&OriginPolicy { trust_forwarded_host: true, ..Default::default() }, &fwd).is_ok());
-        let public = OriginPolicy { public_origins: vec!["https://oomdoc.example".into()], trust_forwarded_host: false };
+        assert!(check_origin(
+            &OriginPolicy {
+                trust_forwarded_host: true,
+                ..Default::default()
+            },
+            &fwd
+        )
+        .is_ok());
+        let public = OriginPolicy {
+            public_origins: vec!["https://oomdoc.example".into()],
+            trust_forwarded_host: false,
+        };
         assert!(check_origin(&public, &fwd).is_ok());
         assert!(check_origin(&public, &headers(&[host[0], ("origin", "http://127.0.0.1:8080")])).is_err());
     }

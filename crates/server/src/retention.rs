@@ -93,9 +93,7 @@ impl Db {
     pub fn purge_logs_older_than(&self, age: Duration) -> Result<u64, DbError> {
         let conn = self.writer();
         let n = conn
-            .prepare_cached(
-                "DELETE FROM submitted_logs WHERE created_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?1)",
-            )?
+            .prepare_cached("DELETE FROM submitted_logs WHERE created_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?1)")?
             .execute(params![format!("-{} seconds", age.as_secs())])?;
         Ok(n as u64)
     }
@@ -103,8 +101,11 @@ impl Db {
     /// Count and total bytes of the stored logs.
     pub fn stored_logs(&self) -> Result<(u64, u64), DbError> {
         let conn = self.writer();
-        let (n, bytes): (i64, i64) =
-            conn.query_row("SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM submitted_logs", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let (n, bytes): (i64, i64) = conn.query_row(
+            "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM submitted_logs",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
         Ok((n as u64, bytes as u64))
     }
 }
@@ -114,7 +115,10 @@ pub fn sweep(db: &Db, policy: &LogStorePolicy) -> Result<u64, DbError> {
     let Some(age) = policy.retention else { return Ok(0) };
     let n = db.purge_logs_older_than(age)?;
     if n > 0 {
-        eprintln!("oomdoc serve: deleted {n} stored log(s) older than {} day(s) (--log-retention-days)", age.as_secs_f64() / 86400.0);
+        eprintln!(
+            "oomdoc serve: deleted {n} stored log(s) older than {} day(s) (--log-retention-days)",
+            age.as_secs_f64() / 86400.0
+        );
     }
     Ok(n)
 }
@@ -146,7 +150,11 @@ mod tests {
     use super::*;
 
     fn policy(max: Option<u64>) -> LogStorePolicy {
-        LogStorePolicy { max_bytes: max, retention: None, purge_every: Duration::from_secs(3600) }
+        LogStorePolicy {
+            max_bytes: max,
+            retention: None,
+            purge_every: Duration::from_secs(3600),
+        }
     }
 
     #[test]
@@ -182,7 +190,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(db.stored_logs().unwrap().0, 2);
-        let p = LogStorePolicy { retention: Some(30 * DAY), ..policy(None) };
+        let p = LogStorePolicy {
+            retention: Some(30 * DAY),
+            ..policy(None)
+        };
         assert_eq!(sweep(&db, &p).unwrap(), 1);
         assert_eq!(db.stored_logs().unwrap(), (1, 3));
         assert_eq!(sweep(&db, &p).unwrap(), 0);

@@ -34,7 +34,12 @@ struct Options {
 }
 
 fn parse_args() -> Result<Options, String> {
-    let mut o = Options { writers: 50, rounds: 5, kill_after: Duration::from_millis(2000), db: None };
+    let mut o = Options {
+        writers: 50,
+        rounds: 5,
+        kill_after: Duration::from_millis(2000),
+        db: None,
+    };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
@@ -51,7 +56,9 @@ fn parse_args() -> Result<Options, String> {
             }
             "--writers" => o.writers = value(&a)?.parse().map_err(|e| format!("{a}: {e}"))?,
             "--rounds" => o.rounds = value(&a)?.parse().map_err(|e| format!("{a}: {e}"))?,
-            "--kill-after-ms" => o.kill_after = Duration::from_millis(value(&a)?.parse().map_err(|e| format!("{a}: {e}"))?),
+            "--kill-after-ms" => {
+                o.kill_after = Duration::from_millis(value(&a)?.parse().map_err(|e| format!("{a}: {e}"))?)
+            }
             "--db" => o.db = Some(value(&a)?.into()),
             "-h" | "--help" => {
                 println!("oomdoc-feedback-crash [--writers 50] [--rounds 5] [--kill-after-ms 2000] [--db FILE]");
@@ -85,7 +92,12 @@ fn spawn_server(db: &Path) -> Result<(Child, SocketAddr, Duration), String> {
             return Err("the server exited before listening".into());
         }
         if let Some(rest) = line.split("listening on http://").nth(1) {
-            break rest.split_whitespace().next().unwrap_or("").parse::<SocketAddr>().map_err(|e| e.to_string())?;
+            break rest
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .parse::<SocketAddr>()
+                .map_err(|e| e.to_string())?;
         }
     };
     std::thread::spawn(move || for _ in stderr.lines() {});
@@ -97,7 +109,11 @@ fn get_status(addr: SocketAddr, path: &str) -> Option<u16> {
     write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").ok()?;
     let mut buf = Vec::new();
     s.read_to_end(&mut buf).ok()?;
-    String::from_utf8_lossy(&buf).strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()
+    String::from_utf8_lossy(&buf)
+        .strip_prefix("HTTP/1.1 ")?
+        .get(..3)?
+        .parse()
+        .ok()
 }
 
 /// One POST; `Some(status)` when a full status line came back.
@@ -123,8 +139,20 @@ struct WriterResult {
     other_status: usize,
 }
 
-fn writer(addr: SocketAddr, run: &str, round: usize, w: usize, entry: &str, fix: &str, stop: &AtomicBool) -> WriterResult {
-    let mut r = WriterResult { acked: Vec::new(), unanswered: 0, other_status: 0 };
+fn writer(
+    addr: SocketAddr,
+    run: &str,
+    round: usize,
+    w: usize,
+    entry: &str,
+    fix: &str,
+    stop: &AtomicBool,
+) -> WriterResult {
+    let mut r = WriterResult {
+        acked: Vec::new(),
+        unanswered: 0,
+        other_status: 0,
+    };
     let mut failures = 0;
     for n in 0.. {
         if stop.load(Ordering::Relaxed) && failures > 0 {
@@ -172,10 +200,21 @@ fn main() {
     };
     let dir = tempfile::tempdir().expect("temp dir");
     let db = o.db.clone().unwrap_or_else(|| dir.path().join("oomdoc.sqlite3"));
-    let e = KnowledgeBase::get().entries().iter().find(|e| !e.fixes.is_empty()).expect("an entry with a fix");
+    let e = KnowledgeBase::get()
+        .entries()
+        .iter()
+        .find(|e| !e.fixes.is_empty())
+        .expect("an entry with a fix");
     let (entry, fix) = (e.id.clone(), e.fixes[0].id.clone());
     // Notes are unique across runs on the same --db file.
-    let run = format!("p{}t{}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs());
+    let run = format!(
+        "p{}t{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs()
+    );
     println!(
         "{} writers, {} rounds, SIGKILL {} after the writers start; database {}",
         o.writers,
@@ -239,7 +278,11 @@ fn main() {
         println!(
             "| {round} | {} | {lost} | {extra} | {unanswered}{} | {:.0} | {} | {} | {} | {} | {} |",
             acked.len(),
-            if other > 0 { format!(" (+{other} non-201)") } else { String::new() },
+            if other > 0 {
+                format!(" (+{other} non-201)")
+            } else {
+                String::new()
+            },
             acked.len() as f64 / elapsed.as_secs_f64(),
             ms(percentile(&lat, 0.5)),
             ms(percentile(&lat, 0.99)),
@@ -254,7 +297,11 @@ fn main() {
     // A final start: the server recovers the crashed WAL and counts every stored report.
     let (mut child, addr, restart) = spawn_server(&db).expect("final restart");
     let mut s = TcpStream::connect(addr).unwrap();
-    write!(s, "GET /api/v1/kb/{entry}/outcomes HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET /api/v1/kb/{entry}/outcomes HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut buf = String::new();
     s.read_to_string(&mut buf).unwrap();
     let _ = child.kill();
@@ -263,7 +310,10 @@ fn main() {
     let reports = serde_json::from_str::<serde_json::Value>(body)
         .ok()
         .and_then(|v| v["fixes"].as_array()?.iter().find(|f| f["fix"] == fix.as_str())?["reports"].as_u64());
-    let rows: i64 = rusqlite::Connection::open(&db).unwrap().query_row("SELECT COUNT(*) FROM feedback", [], |r| r.get(0)).unwrap();
+    let rows: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT COUNT(*) FROM feedback", [], |r| r.get(0))
+        .unwrap();
     all_lat.sort();
     println!(
         "total: {total_acked} acknowledged, {total_lost} lost; ack latency p50 {} p99 {} max {}; \
