@@ -83,6 +83,24 @@ const MIGRATIONS: &[&str] = &[
         ON CONFLICT (entry, fix, platform, hardware) DO UPDATE SET
             worked = worked + excluded.worked, did_not_work = did_not_work + excluded.did_not_work;
     END;",
+    // 3: running count and size of the kept logs, so the --max-stored-log-mib check costs
+    // the same with a million kept logs as with one (crate::retention).
+    "CREATE TABLE submitted_logs_total (
+        id     INTEGER PRIMARY KEY CHECK (id = 1),
+        logs   INTEGER NOT NULL,
+        bytes  INTEGER NOT NULL
+    );
+    INSERT INTO submitted_logs_total (id, logs, bytes)
+        SELECT 1, COUNT(*), COALESCE(SUM(bytes), 0) FROM submitted_logs;
+    CREATE TRIGGER submitted_logs_total_insert AFTER INSERT ON submitted_logs BEGIN
+        UPDATE submitted_logs_total SET logs = logs + 1, bytes = bytes + NEW.bytes WHERE id = 1;
+    END;
+    CREATE TRIGGER submitted_logs_total_delete AFTER DELETE ON submitted_logs BEGIN
+        UPDATE submitted_logs_total SET logs = logs - 1, bytes = bytes - OLD.bytes WHERE id = 1;
+    END;
+    CREATE TRIGGER submitted_logs_total_update AFTER UPDATE OF bytes ON submitted_logs BEGIN
+        UPDATE submitted_logs_total SET bytes = bytes - OLD.bytes + NEW.bytes WHERE id = 1;
+    END;",
 ];
 
 /// Readers in the pool; SQLite in WAL mode lets them run beside the writer.
@@ -378,8 +396,10 @@ mod tests {
             for (outcome, hw) in [("worked", Some("v5e")), ("worked", Some("v5e")), ("did-not-work", None)] {
                 c.execute("INSERT INTO feedback (entry, fix, outcome, hardware) VALUES ('tpu.scoped-vmem', 'raise', ?1, ?2)", params![outcome, hw]).unwrap();
             }
+            c.execute("INSERT INTO submitted_logs (bytes, body) VALUES (3, 'log')", []).unwrap();
         }
         let db = Db::open(&path).unwrap();
+        assert_eq!(db.stored_logs().unwrap(), (1, 3), "migration 3 counts the kept logs");
         let o = db.outcomes("tpu.scoped-vmem").unwrap();
         assert_eq!((o["raise"].total.worked, o["raise"].total.did_not_work), (2, 1));
         assert_eq!(o["raise"].by_hardware.len(), 2);

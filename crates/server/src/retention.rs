@@ -1,7 +1,8 @@
 //! Quota and retention of the logs users chose to keep (`store_log=1`).
 //!
-//! - **Quota** (`--max-stored-log-mib`): the stored logs' bodies never total more than
-//!   this. When a new log does not fit, the **oldest logs are evicted** in the same
+//! - **Quota** (`--max-stored-log-mib`): the stored logs never total more than this, each
+//!   counted as its size plus [`ROW_OVERHEAD`] bytes (so a flood of one-byte logs cannot
+//!   grow the file past the quota either). When a new log does not fit, the **oldest logs are evicted** in the same
 //!   transaction that stores it, so the store is a rolling window of the most recent
 //!   logs and a store never fails because the quota is full. A single log larger than
 //!   the whole quota is refused (413) and nothing is evicted for it.
@@ -20,6 +21,10 @@ use rusqlite::params;
 use std::{sync::Arc, time::Duration};
 
 pub const DAY: Duration = Duration::from_secs(24 * 3600);
+
+/// What one kept log costs in the file beyond its body: measured 36 bytes for one-byte logs
+/// (row header, rowid, timestamp, b-tree cell), doubled for page fragmentation after deletes.
+pub const ROW_OVERHEAD: u64 = 64;
 
 #[derive(Debug, Clone)]
 pub struct LogStorePolicy {
@@ -55,15 +60,19 @@ impl Db {
     /// committed (and fsynced) before returning. `None` when the log alone exceeds the quota.
     pub fn store_log(&self, body: &[u8], policy: &LogStorePolicy) -> Result<Option<Stored>, DbError> {
         let len = body.len() as u64;
-        if policy.max_bytes.is_some_and(|max| len > max) {
+        let cost = len + ROW_OVERHEAD;
+        if policy.max_bytes.is_some_and(|max| cost > max) {
             return Ok(None);
         }
         let mut conn = self.writer();
         let tx = conn.transaction()?;
         let mut evicted = 0u64;
         if let Some(max) = policy.max_bytes {
-            let total: i64 = tx.query_row("SELECT COALESCE(SUM(bytes), 0) FROM submitted_logs", [], |r| r.get(0))?;
-            let mut excess = (total as u64 + len).saturating_sub(max);
+            // Maintained by triggers (migration 3): no scan of the table.
+            let (logs, bytes): (i64, i64) =
+                tx.query_row("SELECT logs, bytes FROM submitted_logs_total WHERE id = 1", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            let used = bytes.max(0) as u64 + logs.max(0) as u64 * ROW_OVERHEAD;
+            let mut excess = (used + cost).saturating_sub(max);
             if excess > 0 {
                 let mut victims = Vec::new();
                 {
@@ -73,7 +82,7 @@ impl Db {
                         let Some(row) = rows.next()? else { break };
                         let (id, bytes): (i64, i64) = (row.get(0)?, row.get(1)?);
                         victims.push(id);
-                        excess = excess.saturating_sub(bytes as u64);
+                        excess = excess.saturating_sub(bytes.max(0) as u64 + ROW_OVERHEAD);
                     }
                 }
                 let mut del = tx.prepare_cached("DELETE FROM submitted_logs WHERE id = ?1")?;
@@ -102,7 +111,7 @@ impl Db {
     pub fn stored_logs(&self) -> Result<(u64, u64), DbError> {
         let conn = self.writer();
         let (n, bytes): (i64, i64) = conn.query_row(
-            "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM submitted_logs",
+            "SELECT logs, bytes FROM submitted_logs_total WHERE id = 1",
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
@@ -161,20 +170,34 @@ mod tests {
     fn quota_evicts_the_oldest_and_refuses_a_log_larger_than_it() {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(&dir.path().join("x.db")).unwrap();
-        let p = policy(Some(1000));
+        // Each 300-byte log costs 300 + ROW_OVERHEAD; the quota holds three.
+        let unit = 300 + ROW_OVERHEAD;
+        let quota = 3 * unit;
+        let p = policy(Some(quota));
         for i in 0..4 {
-            let s = db.store_log(&[b'a' + i; 300], &p).unwrap().unwrap();
+            let s = db.store_log(&[b'a' + i as u8; 300], &p).unwrap().unwrap();
             assert_eq!(s.evicted, if i < 3 { 0 } else { 1 }, "log {i}");
         }
         assert_eq!(db.stored_logs().unwrap(), (3, 900));
-        // 700 bytes: two more of the oldest go.
-        assert_eq!(db.store_log(&[b'z'; 700], &p).unwrap().unwrap().evicted, 2);
-        assert_eq!(db.stored_logs().unwrap(), (2, 1000));
-        assert_eq!(db.store_log(&[b'!'; 1001], &p).unwrap(), None);
-        assert_eq!(db.stored_logs().unwrap(), (2, 1000));
+        // A log costing two units: two more of the oldest go.
+        let two = vec![b'z'; (2 * unit - ROW_OVERHEAD) as usize];
+        assert_eq!(db.store_log(&two, &p).unwrap().unwrap().evicted, 2);
+        assert_eq!(db.stored_logs().unwrap(), (2, 300 + two.len() as u64));
+        // Larger than the whole quota: refused, nothing evicted; exactly the quota: fits alone.
+        let whole = vec![b'!'; (quota - ROW_OVERHEAD) as usize];
+        assert_eq!(db.store_log(&[whole.as_slice(), b"!"].concat(), &p).unwrap(), None);
+        assert_eq!(db.stored_logs().unwrap().0, 2);
+        assert_eq!(db.store_log(&whole, &p).unwrap().unwrap().evicted, 2);
+        assert_eq!(db.stored_logs().unwrap(), (1, whole.len() as u64));
+        // A flood of one-byte logs is held to the quota by the per-log overhead.
+        for _ in 0..100 {
+            db.store_log(b"x", &p).unwrap().unwrap();
+        }
+        let (n, bytes) = db.stored_logs().unwrap();
+        assert!(bytes + n * ROW_OVERHEAD <= quota && n == quota / (1 + ROW_OVERHEAD), "{n} logs, {bytes} bytes");
         // No quota: everything is kept.
         db.store_log(&[0; 5000], &policy(None)).unwrap().unwrap();
-        assert_eq!(db.stored_logs().unwrap(), (3, 6000));
+        assert_eq!(db.stored_logs().unwrap(), (n + 1, bytes + 5000));
     }
 
     #[test]

@@ -52,8 +52,8 @@ pub struct ServeArgs {
     #[arg(long)]
     pub trust_forwarded_host: bool,
 
-    /// Total size of the logs users chose to keep (store_log), in MiB. When a new log does
-    /// not fit, the oldest stored logs are deleted to make room; a single log larger than
+    /// Total size of the logs users chose to keep (store_log), in MiB, each counted with 64
+    /// bytes for its row. When a new log does not fit, the oldest stored logs are deleted to make room; a single log larger than
     /// this is refused (413). 0 keeps no logs.
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     pub max_stored_log_mib: u64,
