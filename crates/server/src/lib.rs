@@ -82,7 +82,8 @@ impl AppState {
         let report = self.analyse(move || diagnose(&for_engine, lang)).await?;
         if store {
             let policy = self.config.log_store.clone();
-            let limit = policy.max_bytes.unwrap_or(u64::MAX);
+            // The largest log the quota can hold (each log also counts its row).
+            let limit = policy.max_bytes.map_or(u64::MAX, |m| m.saturating_sub(retention::ROW_OVERHEAD));
             if self.with_db(move |db| db.store_log(&log, &policy)).await?.is_none() {
                 return Err(AppError::TooLarge {
                     what: "the log to keep (store_log=1; without it the log is diagnosed and not kept)",
