@@ -152,6 +152,8 @@ fn fifty_parallel_writers_lose_no_acknowledged_report_to_kill_9() {
     let acked: Vec<String> = writers.into_iter().flat_map(|h| h.join().unwrap()).collect();
     assert!(acked.len() >= 50, "only {} reports acknowledged", acked.len());
     let conn = rusqlite::Connection::open(&db).unwrap();
+    let integrity: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(integrity, "ok");
     let stored: std::collections::HashSet<String> = conn
         .prepare("SELECT note FROM feedback")
         .unwrap()

@@ -8,9 +8,9 @@
 //! calls `oomdoc_server::serve`, the function behind `oomdoc serve`) on one SQLite file,
 //! runs N writer threads that POST `/api/v1/feedback` as fast as they can (one connection
 //! per request, each report with a unique note), sends SIGKILL after the given time, and
-//! then reads the file: every report answered 201 must be there. Rounds share the file, so
-//! each round also restarts on the previous round's crashed WAL. Exit status 1 if any
-//! acknowledged report is lost.
+//! then reads the file: it must pass `PRAGMA integrity_check` and hold every report
+//! answered 201. Rounds share the file, so each round also restarts on the previous round's
+//! crashed WAL. Exit status 1 if any acknowledged report is lost or the file is damaged.
 
 use oomdoc_kb::KnowledgeBase;
 use std::{
@@ -259,6 +259,11 @@ fn main() {
         let results: Vec<WriterResult> = handles.into_iter().map(|h| h.join().expect("writer thread")).collect();
 
         let conn = rusqlite::Connection::open(&db).expect("open the database after the crash");
+        let integrity: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+        if integrity != "ok" {
+            eprintln!("oomdoc-feedback-crash: round {round}: integrity_check: {integrity}");
+            std::process::exit(1);
+        }
         let prefix = format!("crash {run} r{round} ");
         let stored: HashSet<String> = conn
             .prepare("SELECT note FROM feedback WHERE note LIKE ?1")
