@@ -35,6 +35,10 @@ pub struct Config {
     pub workers: usize,
     /// Log one line per request to stderr.
     pub access_log: bool,
+    /// Who may post: `--public-origin`, `--trust-forwarded-host` ([`crate::csrf`]).
+    pub origin_policy: crate::csrf::OriginPolicy,
+    /// Quota and retention of opted-in logs ([`crate::retention`]).
+    pub log_store: crate::retention::LogStorePolicy,
 }
 
 impl Default for Config {
@@ -47,6 +51,8 @@ impl Default for Config {
             upload_timeout: Duration::from_secs(300),
             workers: 2,
             access_log: false,
+            origin_policy: Default::default(),
+            log_store: Default::default(),
         }
     }
 }

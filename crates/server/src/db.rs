@@ -39,6 +39,68 @@ const MIGRATIONS: &[&str] = &[
         bytes       INTEGER NOT NULL,
         body        BLOB NOT NULL
     );",
+    // 2: per-fix counts kept by triggers, so reading a fix's outcomes costs the number of
+    // (platform, hardware) groups, not the number of reports (20 000 reports on one fix
+    // made every feedback answer and entry page scan them all). Triggers keep the counts
+    // right whichever way rows change, `sqlite3` edits by hand included.
+    // NULL platform / hardware are stored as '' (NULLs would never conflict in the key).
+    "CREATE TABLE feedback_tally (
+        entry        TEXT NOT NULL,
+        fix          TEXT NOT NULL,
+        platform     TEXT NOT NULL,
+        hardware     TEXT NOT NULL,
+        worked       INTEGER NOT NULL DEFAULT 0,
+        did_not_work INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (entry, fix, platform, hardware)
+    ) WITHOUT ROWID;
+    INSERT INTO feedback_tally (entry, fix, platform, hardware, worked, did_not_work)
+        SELECT entry, fix, COALESCE(platform, ''), COALESCE(hardware, ''),
+               SUM(outcome = 'worked'), SUM(outcome = 'did-not-work')
+        FROM feedback GROUP BY 1, 2, 3, 4;
+    CREATE TRIGGER feedback_tally_insert AFTER INSERT ON feedback BEGIN
+        INSERT INTO feedback_tally (entry, fix, platform, hardware, worked, did_not_work)
+        VALUES (NEW.entry, NEW.fix, COALESCE(NEW.platform, ''), COALESCE(NEW.hardware, ''),
+                NEW.outcome = 'worked', NEW.outcome = 'did-not-work')
+        ON CONFLICT (entry, fix, platform, hardware) DO UPDATE SET
+            worked = worked + excluded.worked, did_not_work = did_not_work + excluded.did_not_work;
+    END;
+    CREATE TRIGGER feedback_tally_delete AFTER DELETE ON feedback BEGIN
+        UPDATE feedback_tally SET worked = worked - (OLD.outcome = 'worked'),
+                                  did_not_work = did_not_work - (OLD.outcome = 'did-not-work')
+        WHERE entry = OLD.entry AND fix = OLD.fix
+          AND platform = COALESCE(OLD.platform, '') AND hardware = COALESCE(OLD.hardware, '');
+        DELETE FROM feedback_tally WHERE worked <= 0 AND did_not_work <= 0;
+    END;
+    CREATE TRIGGER feedback_tally_update AFTER UPDATE OF entry, fix, outcome, platform, hardware ON feedback BEGIN
+        UPDATE feedback_tally SET worked = worked - (OLD.outcome = 'worked'),
+                                  did_not_work = did_not_work - (OLD.outcome = 'did-not-work')
+        WHERE entry = OLD.entry AND fix = OLD.fix
+          AND platform = COALESCE(OLD.platform, '') AND hardware = COALESCE(OLD.hardware, '');
+        DELETE FROM feedback_tally WHERE worked <= 0 AND did_not_work <= 0;
+        INSERT INTO feedback_tally (entry, fix, platform, hardware, worked, did_not_work)
+        VALUES (NEW.entry, NEW.fix, COALESCE(NEW.platform, ''), COALESCE(NEW.hardware, ''),
+                NEW.outcome = 'worked', NEW.outcome = 'did-not-work')
+        ON CONFLICT (entry, fix, platform, hardware) DO UPDATE SET
+            worked = worked + excluded.worked, did_not_work = did_not_work + excluded.did_not_work;
+    END;",
+    // 3: running count and size of the kept logs, so the --max-stored-log-mib check costs
+    // the same with a million kept logs as with one (crate::retention).
+    "CREATE TABLE submitted_logs_total (
+        id     INTEGER PRIMARY KEY CHECK (id = 1),
+        logs   INTEGER NOT NULL,
+        bytes  INTEGER NOT NULL
+    );
+    INSERT INTO submitted_logs_total (id, logs, bytes)
+        SELECT 1, COUNT(*), COALESCE(SUM(bytes), 0) FROM submitted_logs;
+    CREATE TRIGGER submitted_logs_total_insert AFTER INSERT ON submitted_logs BEGIN
+        UPDATE submitted_logs_total SET logs = logs + 1, bytes = bytes + NEW.bytes WHERE id = 1;
+    END;
+    CREATE TRIGGER submitted_logs_total_delete AFTER DELETE ON submitted_logs BEGIN
+        UPDATE submitted_logs_total SET logs = logs - 1, bytes = bytes - OLD.bytes WHERE id = 1;
+    END;
+    CREATE TRIGGER submitted_logs_total_update AFTER UPDATE OF bytes ON submitted_logs BEGIN
+        UPDATE submitted_logs_total SET bytes = bytes - OLD.bytes + NEW.bytes WHERE id = 1;
+    END;",
 ];
 
 /// Readers in the pool; SQLite in WAL mode lets them run beside the writer.
@@ -151,7 +213,7 @@ impl Db {
         &self.path
     }
 
-    fn writer(&self) -> MutexGuard<'_, Connection> {
+    pub(crate) fn writer(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock cannot leave a half-done transaction
         // behind (rusqlite rolls back on drop), so a poisoned lock is still usable.
         self.writer.lock().unwrap_or_else(|p| p.into_inner())
@@ -224,10 +286,8 @@ impl Db {
     pub fn outcomes(&self, entry: &str) -> Result<BTreeMap<String, FixOutcomes>, DbError> {
         let conn = self.reader();
         let mut stmt = conn.prepare_cached(
-            "SELECT fix, platform, hardware,
-                    SUM(outcome = 'worked'), SUM(outcome = 'did-not-work')
-             FROM feedback WHERE entry = ?1
-             GROUP BY fix, platform, hardware
+            "SELECT fix, NULLIF(platform, ''), NULLIF(hardware, ''), worked, did_not_work
+             FROM feedback_tally WHERE entry = ?1
              ORDER BY fix, platform, hardware",
         )?;
         let rows = stmt.query_map(params![entry], |r| {
@@ -320,6 +380,41 @@ mod tests {
         assert_eq!(o["raise"].by_hardware.len(), 2);
         assert_eq!(o["shrink"].total.rate, None);
         assert!(db.outcomes("no.such").unwrap().is_empty());
+    }
+
+    /// Migration 2 counts the reports already stored, and the counts follow every later
+    /// change, hand edits with `sqlite3` included.
+    #[test]
+    fn tallies_follow_inserts_deletes_updates_and_migrate_old_reports() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.db");
+        {
+            // A database at schema 1 with reports in it.
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(MIGRATIONS[0]).unwrap();
+            c.execute_batch("PRAGMA user_version = 1").unwrap();
+            for (outcome, hw) in [("worked", Some("v5e")), ("worked", Some("v5e")), ("did-not-work", None)] {
+                c.execute("INSERT INTO feedback (entry, fix, outcome, hardware) VALUES ('tpu.scoped-vmem', 'raise', ?1, ?2)", params![outcome, hw]).unwrap();
+            }
+            c.execute("INSERT INTO submitted_logs (bytes, body) VALUES (3, 'log')", []).unwrap();
+        }
+        let db = Db::open(&path).unwrap();
+        assert_eq!(db.stored_logs().unwrap(), (1, 3), "migration 3 counts the kept logs");
+        let o = db.outcomes("tpu.scoped-vmem").unwrap();
+        assert_eq!((o["raise"].total.worked, o["raise"].total.did_not_work), (2, 1));
+        assert_eq!(o["raise"].by_hardware.len(), 2);
+        assert_eq!(o["raise"].by_hardware[0].hardware, None, "'' reads back as no hardware");
+        db.insert_feedback(&report("raise", Outcome::DidNotWork, Some("v5e"))).unwrap();
+        let c = Connection::open(&path).unwrap();
+        c.execute("DELETE FROM feedback WHERE hardware IS NULL", []).unwrap();
+        c.execute("UPDATE feedback SET outcome = 'did-not-work' WHERE id = 1", []).unwrap();
+        let o = db.outcomes("tpu.scoped-vmem").unwrap();
+        assert_eq!((o["raise"].total.worked, o["raise"].total.did_not_work), (1, 2));
+        // Left: (no platform, v5e) from the old rows and (tpu, v5e); the emptied (none, none) group is gone.
+        assert_eq!(o["raise"].by_hardware.len(), 2);
+        assert!(o["raise"].by_hardware.iter().all(|h| h.hardware.as_deref() == Some("v5e")));
+        c.execute("DELETE FROM feedback", []).unwrap();
+        assert!(db.outcomes("tpu.scoped-vmem").unwrap().is_empty());
     }
 
     #[test]

@@ -22,6 +22,8 @@ use std::{
 pub enum AppError {
     NotFound(String),
     BadRequest(String),
+    /// A cross-site request or a form without its anti-forgery token ([`crate::csrf`]).
+    Forbidden(String),
     Unprocessable(String),
     TooLarge { what: &'static str, limit: usize },
     NotImplemented(String),
@@ -42,6 +44,7 @@ impl AppError {
         match self {
             AppError::NotFound(_) => StatusCode::NOT_FOUND,
             AppError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            AppError::Forbidden(_) => StatusCode::FORBIDDEN,
             AppError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
@@ -105,6 +108,7 @@ impl IntoResponse for AppError {
             }
             AppError::NotFound(m)
             | AppError::BadRequest(m)
+            | AppError::Forbidden(m)
             | AppError::Unprocessable(m)
             | AppError::NotImplemented(m) => ErrorInfo { message: m, internal: None },
         };

@@ -7,12 +7,14 @@
 //!   libraries are called.
 
 pub mod config;
+pub mod csrf;
 pub mod db;
 pub mod engines;
 pub mod error;
 pub mod feedback;
 pub mod html;
 pub mod kb_query;
+pub mod retention;
 pub mod routes;
 pub mod stats;
 
@@ -46,6 +48,7 @@ pub struct AppState {
 impl AppState {
     pub fn open(config: Config, engines: Engines) -> Result<Arc<AppState>, String> {
         let db = Db::open(&config.db_path).map_err(|e| e.to_string())?;
+        retention::sweep(&db, &config.log_store).map_err(|e| e.to_string())?;
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         let analysis_slots = tokio::sync::Semaphore::new(2 * cores);
         Ok(Arc::new(AppState { config, db, engines, analysis_slots }))
@@ -78,7 +81,15 @@ impl AppState {
         let for_engine = log.clone();
         let report = self.analyse(move || diagnose(&for_engine, lang)).await?;
         if store {
-            self.with_db(move |db| db.insert_log(&log)).await?;
+            let policy = self.config.log_store.clone();
+            // The largest log the quota can hold (each log also counts its row).
+            let limit = policy.max_bytes.map_or(u64::MAX, |m| m.saturating_sub(retention::ROW_OVERHEAD));
+            if self.with_db(move |db| db.store_log(&log, &policy)).await?.is_none() {
+                return Err(AppError::TooLarge {
+                    what: "the log to keep (store_log=1; without it the log is diagnosed and not kept)",
+                    limit: limit.try_into().unwrap_or(usize::MAX),
+                });
+            }
         }
         Ok(report)
     }
@@ -123,6 +134,7 @@ pub async fn run(
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    let purger = retention::spawn(&state);
     let app = routes::router(state);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
@@ -155,6 +167,7 @@ pub async fn run(
         }
     }
     drop(listener);
+    purger.abort();
     tokio::select! {
         () = graceful.shutdown() => {}
         () = tokio::time::sleep(SHUTDOWN_GRACE) => eprintln!("oomdoc serve: requests still running after {SHUTDOWN_GRACE:?}; stopping anyway"),

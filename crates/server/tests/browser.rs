@@ -195,4 +195,39 @@ fn paste_a_log_open_an_entry_in_both_languages_and_submit_feedback() {
     // After a reload the count is on the page.
     browser.goto(&format!("{base}/kb/{expected_id}"));
     assert!(browser.text(&format!("div.fix[data-fix='{fix}'] .outcome")).starts_with("1 reports"));
+
+    // 4. The same form without the script: a plain form post (cookie + hidden token).
+    browser.script(&format!(
+        "const f = document.querySelector(\"div.fix[data-fix='{fix}'] form.feedback\");
+         const i = document.createElement('input'); i.type = 'hidden'; i.name = 'outcome'; i.value = 'did-not-work';
+         f.appendChild(i); f.submit(); return 0;"
+    ));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let o = server.get(&format!("/api/v1/kb/{expected_id}/outcomes")).json();
+        let r = o["fixes"].as_array().unwrap().iter().find(|f| f["fix"] == fix.as_str()).unwrap()["reports"].as_u64();
+        if r == Some(2) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the plain form post was not recorded");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // 5. A page on another site (http://localhost:PORT is not http://127.0.0.1:PORT) posting
+    // the same form, token and all, is refused: Chromium says Sec-Fetch-Site: cross-site.
+    let other = format!("http://localhost:{}/api/v1/openapi.json", server.addr().port());
+    browser.goto(&other);
+    browser.script_with(
+        "const f = document.createElement('form'); f.method = 'post'; f.action = arguments[0];
+         for (const [k, v] of [['entry', arguments[1]], ['fix', arguments[2]], ['outcome', 'worked'], ['csrf', 'x']]) {
+           const i = document.createElement('input'); i.type = 'hidden'; i.name = k; i.value = v; f.appendChild(i);
+         }
+         document.body.appendChild(f); f.submit();",
+        json!([format!("{base}/feedback"), expected_id, fix]),
+    );
+    let refused = browser.text("p.error-message");
+    assert!(refused.contains("cross-site request refused"), "{refused}");
+    let o = server.get(&format!("/api/v1/kb/{expected_id}/outcomes")).json();
+    let r = o["fixes"].as_array().unwrap().iter().find(|f| f["fix"] == fix.as_str()).unwrap()["reports"].as_u64();
+    assert_eq!(r, Some(2), "the cross-site post stored nothing");
 }

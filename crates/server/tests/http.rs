@@ -237,7 +237,7 @@ fn feedback_form_without_javascript_redirects_to_the_entry() {
     let e = entry_with_fix();
     let fix = &e.fixes[0].id;
     let body = format!("entry={}&fix={}&outcome=worked&platform=tpu&hardware=TPU+v5e&version=&note=&lang=zh", e.id, fix);
-    let r = s.post("/feedback", "application/x-www-form-urlencoded", body.as_bytes());
+    let r = s.post_form("/feedback", "application/x-www-form-urlencoded", body.as_bytes());
     assert_eq!(r.status, 303, "{}", r.text());
     let to = r.header("location").unwrap().to_string();
     assert_eq!(to, format!("/kb/{}?thanks={fix}&lang=zh#fix-{fix}", e.id));
@@ -256,7 +256,7 @@ fn diagnose_api_and_page_with_an_engine() {
     assert_eq!(r.json(), fake_diagnose(log, Lang::En).unwrap(), "the API returns the engine's JSON unchanged");
 
     let (ctype, body) = multipart(&[("log", None, log)]);
-    let page = s.post("/", &ctype, &body);
+    let page = s.post_form("/", &ctype, &body);
     assert_eq!(page.status, 200, "{}", page.text());
     let html = page.text();
     assert!(html.contains(&format!("href=\"/kb/{}\"", e.id)), "finding links to its entry");
@@ -268,15 +268,15 @@ fn diagnose_api_and_page_with_an_engine() {
 
     // An uploaded file wins over the text box; `lang` reaches the engine.
     let (ctype, body) = multipart(&[("log", None, b""), ("file", Some("job.log"), log), ("lang", None, b"zh")]);
-    let html = s.post("/", &ctype, &body).text();
+    let html = s.post_form("/", &ctype, &body).text();
     assert!(html.contains(&escape(&e.title.zh)));
     let r = s.post("/api/v1/diagnose?lang=zh", "text/plain", log);
     assert_eq!(r.json()["findings"][0]["title"], e.title.zh.as_str());
 
     let (ctype, body) = multipart(&[("log", None, b"NOTHING-HERE")]);
-    assert!(s.post("/", &ctype, &body).text().contains("No memory failure found"));
+    assert!(s.post_form("/", &ctype, &body).text().contains("No memory failure found"));
     let (ctype, body) = multipart(&[("log", None, b"  \n")]);
-    assert_eq!(s.post("/", &ctype, &body).status, 400);
+    assert_eq!(s.post_form("/", &ctype, &body).status, 400);
 }
 
 #[test]
@@ -285,7 +285,7 @@ fn hostile_logs_are_escaped() {
     let mut log = b"<script>alert('x')</script><img src=x onerror=alert(1)> \"quoted\" & ".to_vec();
     log.extend_from_slice(&[0xff, 0xfe, 0x80, b'\n']); // invalid UTF-8
     let (ctype, body) = multipart(&[("log", None, &log)]);
-    let r = s.post("/", &ctype, &body);
+    let r = s.post_form("/", &ctype, &body);
     assert_eq!(r.status, 200);
     let html = r.text();
     assert!(!html.contains("<script>alert"), "raw script tag in the page");
@@ -295,7 +295,7 @@ fn hostile_logs_are_escaped() {
 
     // One 60 KiB line: accepted and escaped as well.
     let long = format!("<b>{}</b>", "A".repeat(60 * 1024));
-    let r = s.post("/", "application/x-www-form-urlencoded", format!("log={}", long.replace('<', "%3C").replace('>', "%3E")).as_bytes());
+    let r = s.post_form("/", "application/x-www-form-urlencoded", format!("log={}", long.replace('<', "%3C").replace('>', "%3E")).as_bytes());
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.text().contains("&lt;b&gt;AAAA") && !r.text().contains("<b>AAAA"));
 
@@ -313,11 +313,11 @@ fn logs_are_stored_only_when_the_box_is_ticked() {
         db.query_row("SELECT COUNT(*) FROM submitted_logs", [], |r| r.get(0)).unwrap()
     };
     let (ctype, body) = multipart(&[("log", None, b"secret log")]);
-    assert_eq!(s.post("/", &ctype, &body).status, 200);
+    assert_eq!(s.post_form("/", &ctype, &body).status, 200);
     assert_eq!(s.post("/api/v1/diagnose", "text/plain", b"secret log").status, 200);
     assert_eq!(count(), 0);
     let (ctype, body) = multipart(&[("log", None, b"shared log"), ("store_log", None, b"1")]);
-    let page = s.post("/", &ctype, &body).text();
+    let page = s.post_form("/", &ctype, &body).text();
     assert!(page.contains("You chose to keep this log"));
     assert_eq!(s.post("/api/v1/diagnose?store_log=1", "text/plain", b"shared log 2").status, 200);
     assert_eq!(count(), 2);
@@ -340,7 +340,7 @@ fn body_limits_answer_413_with_the_limit() {
 
     // The page answers in HTML.
     let (ctype, body) = multipart(&[("log", None, &big)]);
-    let r = s.post("/", &ctype, &body);
+    let r = s.post_form("/", &ctype, &body);
     assert_eq!(r.status, 413);
     assert!(r.text().contains("64.00 KiB") && r.header("content-type").unwrap().starts_with("text/html"));
 
@@ -372,7 +372,7 @@ fn a_panic_is_a_500_with_a_request_id_and_the_server_lives_on() {
     assert_eq!(j["error"]["request_id"], r.header("x-request-id").unwrap());
     assert!(!r.text().contains("on purpose"), "panic text stays in the server log");
     let (ctype, body) = multipart(&[("log", None, b"PANIC-NOW")]);
-    let page = s.post("/", &ctype, &body);
+    let page = s.post_form("/", &ctype, &body);
     assert_eq!(page.status, 500);
     assert!(page.text().contains(page.header("x-request-id").unwrap()));
     assert_eq!(s.get("/healthz").status, 200);
@@ -415,7 +415,7 @@ fn engines_not_in_this_build_answer_501() {
     if let Err(EngineError::Unavailable(_)) = (probe.plan)(&plan) {
         let r = s.post_json("/api/v1/plan", &json!({ "kind": "pallas", "spec": "x" }));
         assert_eq!(r.status, 501);
-        let r = s.post("/plan", "application/x-www-form-urlencoded", b"kind=pallas&spec=x&chip=");
+        let r = s.post_form("/plan", "application/x-www-form-urlencoded", b"kind=pallas&spec=x&chip=");
         assert_eq!(r.status, 501);
     }
     if let Err(EngineError::Unavailable(_)) = (probe.memory)(Path::new("/nonexistent")) {
@@ -564,7 +564,7 @@ fn diagnose_real_logs_matches_the_cli_contract() {
         let library = serde_json::to_value(oomdoc_diagnose::diagnose_text(&example.text, &opts)).unwrap();
         assert_eq!(r.json(), library, "{}: API differs from the library", e.id);
         let (ctype, body) = multipart(&[("log", None, example.text.as_bytes())]);
-        let page = s.post("/", &ctype, &body).text();
+        let page = s.post_form("/", &ctype, &body).text();
         assert!(page.contains(&format!("data-finding=\"{expected_id}\"")), "{}: finding not on the page", e.id);
 
         // The same message with hostile text inside it, a very long line and invalid UTF-8.
@@ -573,7 +573,7 @@ fn diagnose_real_logs_matches_the_cli_contract() {
         hostile.extend(std::iter::repeat(b'<').take(200_000));
         hostile.extend_from_slice(b"\n\xff\xfe<script>alert(3)</script>\n");
         let (ctype, body) = multipart(&[("file", Some("job.log"), &hostile)]);
-        let r = s.post("/", &ctype, &body);
+        let r = s.post_form("/", &ctype, &body);
         assert_eq!(r.status, 200, "{}", e.id);
         let page = r.text();
         assert!(!page.contains("<script>alert") && !page.contains("<img src=x"), "{}: unescaped log text", e.id);
@@ -673,10 +673,10 @@ fn plan_pallas_and_triton_match_the_library() {
     assert_eq!(r.status, 422);
     assert!(r.json()["error"]["message"].as_str().unwrap().contains("arch"));
     let form = "kind=pallas&chip=v99x&spec=%3Cscript%3E";
-    let r = s.post("/plan", "application/x-www-form-urlencoded", form.as_bytes());
+    let r = s.post_form("/plan", "application/x-www-form-urlencoded", form.as_bytes());
     assert_eq!(r.status, 422);
     assert!(r.text().contains("&lt;script&gt;") && r.text().contains("v99x"));
-    let r = s.post("/plan", "application/x-www-form-urlencoded", format!("kind=pallas&chip=&spec={}", urlencode(PALLAS_SPEC)).as_bytes());
+    let r = s.post_form("/plan", "application/x-www-form-urlencoded", format!("kind=pallas&chip=&spec={}", urlencode(PALLAS_SPEC)).as_bytes());
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.text().contains("vmem"));
 }
@@ -713,4 +713,184 @@ fn memory_of_a_real_dump_matches_the_library() {
     let (ctype, body) = multipart(&[("dump", Some("notes.txt"), b"hello")]);
     let r = s.post("/api/v1/memory", &ctype, &body);
     assert_eq!(r.status, 422, "{}", r.text());
+}
+
+/// Issue 12: browser posts need same-origin evidence; curl keeps working as documented.
+#[test]
+fn cross_site_posts_are_403_and_curl_and_same_origin_are_not() {
+    let s = TestServer::start(fake_engines());
+    let own = format!("http://{}", s.addr());
+    let e = entry_with_fix();
+    let feedback = json!({ "entry": e.id, "fix": e.fixes[0].id, "outcome": "worked" }).to_string();
+    let api = |headers: &[(&str, &str)], path: &str, ctype: &str, body: &[u8]| {
+        let mut h = vec![("Content-Type", ctype)];
+        h.extend_from_slice(headers);
+        request(s.addr(), "POST", path, &h, body)
+    };
+
+    // The documented curl calls: no Origin, no Sec-Fetch-*.
+    let r = api(&[], "/api/v1/diagnose", "application/x-www-form-urlencoded", b"some log");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.header("set-cookie").is_none(), "no cookie for API clients");
+    assert_eq!(api(&[], "/api/v1/feedback", "application/json", feedback.as_bytes()).status, 201);
+    // A page's script on this origin (what oomdoc.js does), with either kind of evidence.
+    assert_eq!(api(&[("Origin", &own), ("Sec-Fetch-Site", "same-origin")], "/api/v1/feedback", "application/json", feedback.as_bytes()).status, 201);
+    assert_eq!(api(&[("Origin", &own)], "/api/v1/diagnose", "text/plain", b"log").status, 200);
+
+    // Cross-site: refused before anything is read or stored, with a message saying why.
+    let evil: &[&[(&str, &str)]] = &[
+        &[("Sec-Fetch-Site", "cross-site"), ("Origin", "https://evil.example")],
+        &[("Sec-Fetch-Site", "same-site")],
+        &[("Origin", "https://evil.example")],
+        &[("Origin", "null")],
+        &[("Origin", &format!("http://127.0.0.1:{}", s.addr().port() + 1))],
+    ];
+    for headers in evil {
+        for (path, ctype, body) in [
+            ("/api/v1/diagnose?store_log=1", "text/plain", &b"log"[..]),
+            ("/api/v1/feedback", "application/json", feedback.as_bytes()),
+            ("/api/v1/plan", "application/json", br#"{"kind":"pallas","spec":""}"#),
+            ("/memory", "multipart/form-data; boundary=x", b"--x--\r\n"),
+        ] {
+            let r = api(headers, path, ctype, body);
+            assert_eq!(r.status, 403, "{path} {headers:?}: {}", r.text());
+            assert!(r.text().contains("cross-site request refused"), "{}", r.text());
+        }
+    }
+    let logs: i64 = rusqlite::Connection::open(s.dir.path().join("oomdoc.sqlite3"))
+        .unwrap()
+        .query_row("SELECT COUNT(*) FROM submitted_logs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(logs, 0);
+    // Reading is not a state change: links from other sites still open pages.
+    let r = request(s.addr(), "GET", &format!("/kb/{}", e.id), &[("Sec-Fetch-Site", "cross-site")], b"");
+    assert_eq!(r.status, 200);
+}
+
+#[test]
+fn html_forms_need_the_cookie_token() {
+    let s = TestServer::start(fake_engines());
+    let e = entry_with_fix();
+    // The token comes as a cookie with every form page, and in each form.
+    let r = s.get(&format!("/kb/{}", e.id));
+    let cookie = r.header("set-cookie").unwrap().to_string();
+    assert!(cookie.starts_with("oomdoc_csrf=") && cookie.contains("SameSite=Lax") && cookie.contains("HttpOnly"), "{cookie}");
+    assert!(!cookie.contains("Secure"), "plain http on loopback: {cookie}");
+    let token = cookie["oomdoc_csrf=".len()..].split(';').next().unwrap().to_string();
+    assert!(r.text().contains(&format!("name=\"csrf\" value=\"{token}\"")));
+    // A browser that already has the cookie keeps it.
+    let again = request(s.addr(), "GET", "/plan", &[("Cookie", &format!("oomdoc_csrf={token}"))], b"");
+    assert!(again.header("set-cookie").is_none());
+    assert!(again.text().contains(&format!("value=\"{token}\"")));
+
+    let form = format!("entry={}&fix={}&outcome=worked", e.id, e.fixes[0].id);
+    let ctype = "application/x-www-form-urlencoded";
+    let post = |headers: &[(&str, &str)], body: &str| {
+        let mut h = vec![("Content-Type", ctype)];
+        h.extend_from_slice(headers);
+        request(s.addr(), "POST", "/feedback", &h, body.as_bytes())
+    };
+    let cookie = format!("oomdoc_csrf={token}");
+    // No cookie, no field, a wrong field: 403 with what to do.
+    let r = post(&[], &form);
+    assert_eq!(r.status, 403);
+    assert!(r.text().contains("reload the page"), "{}", r.text());
+    assert_eq!(post(&[("Cookie", &cookie)], &form).status, 403);
+    let r = post(&[("Cookie", &cookie)], &format!("{form}&csrf=0123456789abcdef0123456789abcdef"));
+    assert_eq!(r.status, 403);
+    assert!(r.text().contains("anti-forgery token"), "{}", r.text());
+    // Cookie and field agree, posted from the page: stored, redirected to the entry.
+    let own = format!("http://{}", s.addr());
+    let r = post(&[("Cookie", &cookie), ("Origin", &own), ("Sec-Fetch-Site", "same-origin")], &format!("{form}&csrf={token}"));
+    assert_eq!(r.status, 303, "{}", r.text());
+    // The diagnose page's multipart form likewise.
+    let (mctype, body) = multipart(&[("log", None, b"a log")]);
+    assert_eq!(request(s.addr(), "POST", "/", &[("Content-Type", &mctype)], &body).status, 403);
+    let body = with_form_field(&mctype, &body, "csrf", &token);
+    assert_eq!(request(s.addr(), "POST", "/", &[("Content-Type", &mctype), ("Cookie", &cookie)], &body).status, 200);
+}
+
+#[test]
+fn public_origin_and_forwarded_host_behind_a_proxy() {
+    let public = "https://oomdoc.example.internal";
+    let s = TestServer::start_with(fake_engines(), |c| {
+        c.origin_policy.public_origins = vec![oomdoc_server::csrf::parse_origin(public).unwrap()];
+    });
+    let post = |origin: &str| request(s.addr(), "POST", "/api/v1/diagnose", &[("Content-Type", "text/plain"), ("Origin", origin)], b"log");
+    assert_eq!(post(public).status, 200);
+    assert_eq!(post(&format!("http://{}", s.addr())).status, 403, "only the public origin");
+    // Behind TLS the cookie is Secure.
+    assert!(s.get("/").header("set-cookie").unwrap().contains("; Secure"));
+
+    let s = TestServer::start_with(fake_engines(), |c| c.origin_policy.trust_forwarded_host = true);
+    let r = request(
+        s.addr(),
+        "POST",
+        "/api/v1/diagnose",
+        &[("Content-Type", "text/plain"), ("Origin", public), ("X-Forwarded-Host", "oomdoc.example.internal")],
+        b"log",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    // Without the setting, X-Forwarded-Host is ignored.
+    let s = TestServer::start(fake_engines());
+    let r = request(
+        s.addr(),
+        "POST",
+        "/api/v1/diagnose",
+        &[("Content-Type", "text/plain"), ("Origin", public), ("X-Forwarded-Host", "oomdoc.example.internal")],
+        b"log",
+    );
+    assert_eq!(r.status, 403);
+}
+
+/// Issue 12: `--max-stored-log-mib` evicts the oldest kept logs; `--log-retention-days`
+/// deletes old ones at start and periodically.
+#[test]
+fn stored_logs_have_a_quota_and_a_retention() {
+    use oomdoc_server::retention::{LogStorePolicy, DAY};
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("oomdoc.sqlite3");
+    let insert_old = |days: u32| {
+        let c = rusqlite::Connection::open(&db_path).unwrap();
+        c.execute(
+            "INSERT INTO submitted_logs (created_at, bytes, body) VALUES (strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?1), 3, 'old')",
+            [format!("-{days} days")],
+        )
+        .unwrap();
+    };
+    let logs = || -> (i64, i64) {
+        let c = rusqlite::Connection::open(&db_path).unwrap();
+        c.query_row("SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM submitted_logs", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap()
+    };
+    oomdoc_server::db::Db::open(&db_path).unwrap();
+    insert_old(10);
+    insert_old(1);
+    let policy = LogStorePolicy { max_bytes: Some(1000), retention: Some(5 * DAY), purge_every: std::time::Duration::from_millis(50) };
+    let server = oomdoc_server::BackgroundServer::start(
+        oomdoc_server::Config { addr: "127.0.0.1:0".parse().unwrap(), db_path: db_path.clone(), log_store: policy, ..Default::default() },
+        fake_engines(),
+    )
+    .unwrap();
+    assert_eq!(logs(), (1, 3), "the 10-day-old log is deleted at start");
+    let store = |n: usize| request(server.addr, "POST", "/api/v1/diagnose?store_log=1", &[("Content-Type", "text/plain")], &vec![b'x'; n]);
+    for _ in 0..5 {
+        assert_eq!(store(300).status, 200);
+    }
+    let (count, bytes) = logs();
+    let overhead = oomdoc_server::retention::ROW_OVERHEAD as i64;
+    assert!(bytes + count * overhead <= 1000, "{count} logs, {bytes} bytes");
+    assert_eq!(count, 2, "the oldest were evicted");
+    let r = store(1001);
+    assert_eq!(r.status, 413);
+    assert!(r.json()["error"]["message"].as_str().unwrap().contains("store_log"), "{}", r.text());
+    assert_eq!(store(1001).status, 413);
+    assert_eq!(request(server.addr, "POST", "/api/v1/diagnose", &[("Content-Type", "text/plain")], &vec![b'x'; 1001]).status, 200);
+    // A log that ages past the retention while serving is swept.
+    insert_old(6);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while logs().0 != 2 {
+        assert!(std::time::Instant::now() < deadline, "periodic sweep did not run: {:?}", logs());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    server.stop();
 }

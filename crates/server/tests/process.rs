@@ -90,6 +90,81 @@ fn acknowledged_feedback_survives_kill_9() {
     child.wait().unwrap();
 }
 
+/// One feedback POST that never panics: `Some(status)` when an answer came back.
+fn try_post_feedback(addr: SocketAddr, body: &str) -> Option<u16> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    let req = format!(
+        "POST /api/v1/feedback HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).ok()?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).ok()?;
+    String::from_utf8_lossy(&buf).strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()
+}
+
+/// Issue 12 (small scale of `oomdoc-feedback-crash`): 50 writers in parallel, SIGKILL while
+/// they write; every report answered 201 is in the file.
+#[test]
+fn fifty_parallel_writers_lose_no_acknowledged_report_to_kill_9() {
+    use std::sync::{atomic::{AtomicBool, Ordering}, Arc};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("oomdoc.sqlite3");
+    let e = entry_with_fix();
+    let (mut child, addr) = spawn_server(&db);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..50)
+        .map(|w| {
+            let (stop, entry, fix) = (stop.clone(), e.id.clone(), e.fixes[0].id.clone());
+            std::thread::spawn(move || {
+                let mut acked = Vec::new();
+                for n in 0.. {
+                    let note = format!("w{w} n{n}");
+                    let body = json!({ "entry": entry, "fix": fix, "outcome": "worked", "note": note }).to_string();
+                    match try_post_feedback(addr, &body) {
+                        Some(201) => acked.push(note),
+                        Some(other) => panic!("status {other}"),
+                        None => break, // the server is gone
+                    }
+                    if stop.load(Ordering::Relaxed) && n > 1000 {
+                        break;
+                    }
+                }
+                acked
+            })
+        })
+        .collect();
+    // Kill once the writers are well under way.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let n: i64 = conn.query_row("SELECT COUNT(*) FROM feedback", [], |r| r.get(0)).unwrap_or(0);
+        if n >= 100 || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let acked: Vec<String> = writers.into_iter().flat_map(|h| h.join().unwrap()).collect();
+    assert!(acked.len() >= 50, "only {} reports acknowledged", acked.len());
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let integrity: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(integrity, "ok");
+    let stored: std::collections::HashSet<String> = conn
+        .prepare("SELECT note FROM feedback")
+        .unwrap()
+        .query_map([], |r| r.get::<_, String>(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let lost: Vec<&String> = acked.iter().filter(|n| !stored.contains(*n)).collect();
+    assert!(lost.is_empty(), "{} of {} acknowledged reports lost: {lost:?}", lost.len(), acked.len());
+}
+
 #[test]
 fn sigterm_stops_gracefully() {
     let dir = tempfile::tempdir().unwrap();

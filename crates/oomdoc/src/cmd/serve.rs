@@ -40,6 +40,28 @@ pub struct ServeArgs {
     /// Print one line per request to standard error.
     #[arg(long)]
     pub access_log: bool,
+
+    /// The origin users' browsers see, e.g. https://oomdoc.example.internal (repeatable).
+    /// Browser posts whose Origin is not one of these are refused (403) when the browser
+    /// sends no Sec-Fetch-Site. Default: the request's own Host.
+    #[arg(long, value_name = "URL", value_parser = oomdoc_server::csrf::parse_origin)]
+    pub public_origin: Vec<String>,
+
+    /// Believe X-Forwarded-Host / X-Forwarded-Proto from the reverse proxy when checking
+    /// a browser's Origin. Only behind a proxy that sets these headers itself.
+    #[arg(long)]
+    pub trust_forwarded_host: bool,
+
+    /// Total size of the logs users chose to keep (store_log), in MiB, each counted with 64
+    /// bytes for its row. When a new log does not fit, the oldest stored logs are deleted to make room; a single log larger than
+    /// this is refused (413). 0 keeps no logs.
+    #[arg(long, value_name = "MIB", default_value_t = 1024)]
+    pub max_stored_log_mib: u64,
+
+    /// Delete stored logs older than this many days, at start and every hour. 0 keeps them
+    /// (until the quota evicts them).
+    #[arg(long, value_name = "DAYS", default_value_t = 30)]
+    pub log_retention_days: u64,
 }
 
 pub fn run(args: ServeArgs) -> Result<(), CliError> {
@@ -56,6 +78,16 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         upload_timeout: Duration::from_secs(args.upload_timeout),
         workers: args.workers,
         access_log: args.access_log,
+        origin_policy: oomdoc_server::csrf::OriginPolicy {
+            public_origins: args.public_origin,
+            trust_forwarded_host: args.trust_forwarded_host,
+        },
+        log_store: oomdoc_server::retention::LogStorePolicy {
+            max_bytes: Some(args.max_stored_log_mib.saturating_mul(MIB as u64)),
+            retention: (args.log_retention_days > 0)
+                .then(|| oomdoc_server::retention::DAY.saturating_mul(args.log_retention_days.min(u32::MAX as u64) as u32)),
+            ..Default::default()
+        },
     };
     oomdoc_server::serve(config).map_err(CliError::usage)
 }

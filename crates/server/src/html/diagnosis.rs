@@ -190,6 +190,7 @@ pub fn form_page(lang: Lang) -> Markup {
         html! {
             h1 { "Why did my accelerator run out of memory?" }
             form id="diagnose-form" method="post" action="/" enctype="multipart/form-data" {
+                (crate::csrf::hidden_field())
                 label for="log" { "Paste a log" }
                 textarea id="log" name="log" rows="16" spellcheck="false" placeholder="RESOURCE_EXHAUSTED: … / torch.OutOfMemoryError: CUDA out of memory …" {}
                 p { label { "or upload a file " input id="file" type="file" name="file"; } }

@@ -229,6 +229,7 @@ pub fn outcome_summary(o: Option<&FixOutcomes>, lang: Lang) -> Markup {
 pub fn feedback_form(entry: &str, fix: &str, platform: Option<&str>, lang: Lang) -> Markup {
     html! {
         form.feedback method="post" action="/feedback" {
+            (crate::csrf::hidden_field())
             input type="hidden" name="entry" value=(entry);
             input type="hidden" name="fix" value=(fix);
             input type="hidden" name="lang" value=(lang_code(lang));

@@ -37,6 +37,7 @@ pub fn plan_form(lang: Lang, input: Option<&PlanInput>, error: Option<&str>) -> 
             p { "Paste a Pallas TPU spec (as for " code { "oomdoc plan pallas SPEC" } ") or Triton autotune configs (as for "
                 code { "oomdoc plan triton --arch ARCH --configs FILE" } "); the plan is the same as their " code { "--format json" } "." }
             form id="plan-form" method="post" action="/plan" {
+                (crate::csrf::hidden_field())
                 p {
                     label { "Kind " select name="kind" {
                         option value="pallas" selected[kind != "triton"] { "Pallas (TPU spec)" }

@@ -18,6 +18,8 @@ pub struct LogSubmission {
     pub bytes: Vec<u8>,
     pub store: bool,
     pub lang: Lang,
+    /// The form's anti-forgery field, when sent ([`crate::csrf`]).
+    pub csrf: Option<String>,
 }
 
 fn content_type(req: &Request) -> String {
@@ -70,6 +72,7 @@ pub async fn read_log(req: Request, limit: usize) -> Result<LogSubmission, AppEr
         bytes: Vec::new(),
         store: query_flag(&req, "store_log").is_some_and(|v| is_true(&v)),
         lang: crate::html::lang_of_query(req.uri().query()),
+        csrf: None,
     };
     if ctype.starts_with("multipart/form-data") {
         let mut mp = Multipart::from_request(req, &()).await.map_err(|e| AppError::BadRequest(e.body_text()))?;
@@ -83,6 +86,7 @@ pub async fn read_log(req: Request, limit: usize) -> Result<LogSubmission, AppEr
                 "file" => file = data.to_vec(),
                 "store_log" => sub.store = is_true(String::from_utf8_lossy(&data).trim()),
                 "lang" => sub.lang = Lang::parse(String::from_utf8_lossy(&data).trim()).unwrap_or(sub.lang),
+                crate::csrf::FIELD => sub.csrf = Some(String::from_utf8_lossy(&data).into_owned()),
                 _ => {}
             }
         }
@@ -95,6 +99,7 @@ pub async fn read_log(req: Request, limit: usize) -> Result<LogSubmission, AppEr
             Ok(form) if form.contains_key("log") => {
                 sub.bytes = form.get("log").cloned().unwrap_or_default().into_bytes();
                 sub.store |= form.get("store_log").is_some_and(|v| is_true(v));
+                sub.csrf = form.get(crate::csrf::FIELD).cloned();
                 if let Some(l) = form.get("lang").and_then(|l| Lang::parse(l)) {
                     sub.lang = l;
                 }

@@ -67,6 +67,7 @@ pub fn router(state: Shared) -> Router {
         .merge(forms)
         .merge(reads)
         .fallback(|| async { StatusCode::NOT_FOUND })
+        .layer(from_fn_with_state(state.clone(), crate::csrf::guard))
         .with_state(state)
         .layer(from_fn(move |req, next| request_context(access_log, req, next)))
 }

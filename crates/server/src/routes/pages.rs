@@ -9,7 +9,7 @@ use crate::{
 };
 use axum::{
     extract::{Path, Query, Request, State},
-    http::{header, HeaderValue, StatusCode},
+    http::{header, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Redirect, Response},
     Form,
 };
@@ -34,7 +34,9 @@ pub async fn diagnose_form(Query(q): Query<LangQuery>) -> Page {
 }
 
 pub async fn diagnose(State(state): State<Shared>, req: Request) -> Result<Page, AppError> {
+    let headers = req.headers().clone();
     let sub = input::read_log(req, state.config.limits.log_bytes).await?;
+    crate::csrf::verify_form(&headers, sub.csrf.as_deref())?;
     if sub.bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(AppError::BadRequest("the log is empty: paste it or choose a file".into()));
     }
@@ -107,10 +109,16 @@ pub struct FeedbackForm {
     version: Option<String>,
     note: Option<String>,
     lang: Option<String>,
+    csrf: Option<String>,
 }
 
 /// The no-script path of the feedback buttons: store, then show the entry with its new counts.
-pub async fn feedback(State(state): State<Shared>, Form(form): Form<FeedbackForm>) -> Result<Response, AppError> {
+pub async fn feedback(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Form(form): Form<FeedbackForm>,
+) -> Result<Response, AppError> {
+    crate::csrf::verify_form(&headers, form.csrf.as_deref())?;
     let lang = form.lang.as_deref().and_then(Lang::parse).unwrap_or_default();
     let report = FeedbackRequest {
         entry: form.entry,
@@ -161,13 +169,16 @@ pub struct PlanForm {
     #[serde(default)]
     dtype: Option<String>,
     lang: Option<String>,
+    #[serde(default)]
+    csrf: Option<String>,
 }
 
 pub async fn plan_form(Query(q): Query<LangQuery>) -> Page {
     Page(tools::plan_form(q.lang(), None, None))
 }
 
-pub async fn plan(State(state): State<Shared>, Form(form): Form<PlanForm>) -> Result<Response, AppError> {
+pub async fn plan(State(state): State<Shared>, headers: HeaderMap, Form(form): Form<PlanForm>) -> Result<Response, AppError> {
+    crate::csrf::verify_form(&headers, form.csrf.as_deref())?;
     let lang = form.lang.as_deref().and_then(Lang::parse).unwrap_or_default();
     let given = |v: Option<String>| v.filter(|s| !s.trim().is_empty());
     let input = crate::engines::PlanInput {

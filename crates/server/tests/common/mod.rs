@@ -44,8 +44,41 @@ impl TestServer {
         request(self.addr(), "POST", path, &[("Content-Type", content_type)], body)
     }
 
+    /// The anti-forgery token a browser gets with a page (the `oomdoc_csrf` cookie).
+    pub fn form_token(&self) -> String {
+        let r = self.get("/");
+        let cookie = r.header("set-cookie").expect("the form page sets the oomdoc_csrf cookie");
+        let token = cookie.strip_prefix("oomdoc_csrf=").unwrap().split(';').next().unwrap().to_string();
+        assert!(r.text().contains(&format!("name=\"csrf\" value=\"{token}\"")), "the form carries the token");
+        token
+    }
+
+    /// Post an HTML form as a browser would: with the cookie and the hidden `csrf` field.
+    pub fn post_form(&self, path: &str, content_type: &str, body: &[u8]) -> Resp {
+        let token = self.form_token();
+        let body = with_form_field(content_type, body, "csrf", &token);
+        let cookie = format!("oomdoc_csrf={token}");
+        request(self.addr(), "POST", path, &[("Content-Type", content_type), ("Cookie", &cookie)], &body)
+    }
+
     pub fn post_json(&self, path: &str, body: &Value) -> Resp {
         self.post(path, "application/json", body.to_string().as_bytes())
+    }
+}
+
+/// `body` with one more text field, for a urlencoded or a multipart body.
+pub fn with_form_field(content_type: &str, body: &[u8], name: &str, value: &str) -> Vec<u8> {
+    if let Some(boundary) = content_type.split("boundary=").nth(1) {
+        let mut out = format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").into_bytes();
+        out.extend_from_slice(body);
+        out
+    } else {
+        let mut out = body.to_vec();
+        if !out.is_empty() {
+            out.push(b'&');
+        }
+        out.extend_from_slice(format!("{name}={value}").as_bytes());
+        out
     }
 }
 
