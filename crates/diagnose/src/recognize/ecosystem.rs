@@ -92,12 +92,7 @@ fn grouped(s: &str) -> Option<u64> {
 }
 
 fn device_hit(id: &'static str, start: usize, end: usize, platform: Platform) -> Hit {
-    let mut h = Hit::new(id, start, end);
-    h.platform = Some(platform);
-    h.phase = Some(Phase::Runtime);
-    h.space("device");
-    h.priority = 8;
-    h
+    Hit::new(id, start, end).on(platform).during(Phase::Runtime).in_space("device").ranked(8)
 }
 
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {

@@ -320,10 +320,5 @@ fn prose_line(t: &str, at: usize) -> bool {
 }
 
 fn host_hit(id: &'static str, start: usize, end: usize) -> Hit {
-    let mut h = Hit::new(id, start, end);
-    h.platform = Some(Platform::Cpu);
-    h.phase = Some(Phase::Runtime);
-    h.space("host");
-    h.priority = 20;
-    h
+    Hit::new(id, start, end).on(Platform::Cpu).during(Phase::Runtime).in_space("host").ranked(20)
 }

@@ -170,6 +170,27 @@ impl Hit {
         self
     }
 
+    /// Builder steps for a family's defaults (`Hit::new(..).on(..).during(..)`).
+    pub fn on(mut self, platform: Platform) -> Self {
+        self.platform = Some(platform);
+        self
+    }
+
+    pub fn during(mut self, phase: Phase) -> Self {
+        self.phase = Some(phase);
+        self
+    }
+
+    pub fn in_space(mut self, space: &str) -> Self {
+        self.space(space);
+        self
+    }
+
+    pub fn ranked(mut self, priority: u8) -> Self {
+        self.priority = priority;
+        self
+    }
+
     pub fn space(&mut self, s: &str) -> &mut Self {
         self.memory_space = Some(s.to_string());
         self

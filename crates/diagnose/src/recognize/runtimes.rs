@@ -49,12 +49,7 @@ grammar!(wgpu_oom, r"(?:wgpu error: Validation Error\s+Caused by:\s+In (?P<call>
 grammar!(cudarc, r#"DriverError\(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"\)"#);
 
 fn cuda_hit(id: &'static str, start: usize, end: usize, priority: u8) -> Hit {
-    let mut h = Hit::new(id, start, end);
-    h.platform = Some(Platform::Cuda);
-    h.phase = Some(Phase::Runtime);
-    h.space("device");
-    h.priority = priority;
-    h
+    Hit::new(id, start, end).on(Platform::Cuda).during(Phase::Runtime).in_space("device").ranked(priority)
 }
 
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {

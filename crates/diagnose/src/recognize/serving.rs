@@ -257,10 +257,5 @@ fn recognize_engines(t: &str, hits: &mut Vec<Hit>) {
 
 /// A serving engine's start-up (or warmup) check failed over device memory.
 fn serving_hit(id: &'static str, start: usize, end: usize) -> Hit {
-    let mut h = Hit::new(id, start, end);
-    h.platform = Some(Platform::Cuda);
-    h.phase = Some(Phase::Load);
-    h.space("device");
-    h.priority = 10;
-    h
+    Hit::new(id, start, end).on(Platform::Cuda).during(Phase::Load).in_space("device").ranked(10)
 }

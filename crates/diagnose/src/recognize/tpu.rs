@@ -121,10 +121,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
 }
 
 fn tpu_hit(id: &'static str, start: usize, end: usize, phase: Phase) -> Hit {
-    let mut h = Hit::new(id, start, end);
-    h.platform = Some(Platform::Tpu);
-    h.phase = Some(phase);
-    h
+    Hit::new(id, start, end).on(Platform::Tpu).during(phase)
 }
 
 fn set_culprit_shape(h: &mut Hit, shape: &str) {
