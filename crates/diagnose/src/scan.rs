@@ -292,12 +292,22 @@ fn next_trigger(hay: &[u8]) -> Option<aho_corasick::Match> {
         let at = a.start();
         let line_start = memchr::memrchr(b'\n', &hay[from..at]).map_or(from, |i| from + i + 1);
         let line_end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
-        if let Some(m) = full.find(&hay[line_start..line_end]) {
-            return Some(aho_corasick::Match::new(m.pattern(), line_start + m.start()..line_start + m.end()));
+        // No anchor starts before `at` on this line, and every trigger holds one: no
+        // trigger starts more than the longest trigger's length before `at`. (A long
+        // JSON-lines record is read from there, not from its start.)
+        let verify_from = line_start.max(at.saturating_sub(longest_trigger()));
+        if let Some(m) = full.find(&hay[verify_from..line_end]) {
+            return Some(aho_corasick::Match::new(m.pattern(), verify_from + m.start()..verify_from + m.end()));
         }
         from = line_end + 1;
     }
     None
+}
+
+/// Length of the longest start trigger or context word.
+fn longest_trigger() -> usize {
+    static N: OnceLock<usize> = OnceLock::new();
+    *N.get_or_init(|| start_triggers().iter().chain(CONTEXT_WORDS).map(|t| t.len()).max().unwrap_or(0))
 }
 
 fn start_automaton() -> &'static AhoCorasick {
@@ -909,6 +919,26 @@ mod tests {
     fn anchored_search_equals_the_full_automaton() {
         let text = b"ok line\nthe exceeded quota\nmemory: fine\nfoo RuntimeError: CUDA out of memory. x\nKilled\n";
         for from in 0..text.len() {
+            let a = next_trigger(&text[from..]).map(|m| (m.pattern(), m.start()));
+            let b = start_automaton().find(&text[from..]).map(|m| (m.pattern(), m.start()));
+            assert_eq!(a, b, "from {from}");
+        }
+        // Long lines: triggers far from the line start, anchors that belong to no trigger
+        // before them, overlapping triggers and context words.
+        let filler = "x".repeat(300);
+        let pieces = ["", "memory: fine ", "allocated ", "RuntimeError: CUDA out of memory. ", "XLA_PYTHON_CLIENT_MEM_FRACTION=.9 ", "Killed ", " OOM "];
+        let mut text = String::new();
+        for (i, a) in pieces.iter().enumerate() {
+            for b in &pieces {
+                text.push_str(&filler[..(i * 37) % 300]);
+                text.push_str(a);
+                text.push_str(&filler[..(i * 91) % 300]);
+                text.push_str(b);
+                text.push('\n');
+            }
+        }
+        let text = text.as_bytes();
+        for from in (0..text.len()).step_by(7) {
             let a = next_trigger(&text[from..]).map(|m| (m.pattern(), m.start()));
             let b = start_automaton().find(&text[from..]).map(|m| (m.pattern(), m.start()));
             assert_eq!(a, b, "from {from}");
