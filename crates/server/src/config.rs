@@ -35,6 +35,8 @@ pub struct Config {
     pub workers: usize,
     /// Log one line per request to stderr.
     pub access_log: bool,
+    /// Analysis memory budget, archive caps, connections, upload rate, temp dir.
+    pub resources: crate::limits::ResourceLimits,
 }
 
 impl Default for Config {
@@ -47,6 +49,7 @@ impl Default for Config {
             upload_timeout: Duration::from_secs(300),
             workers: 2,
             access_log: false,
+            resources: crate::limits::ResourceLimits::default(),
         }
     }
 }
