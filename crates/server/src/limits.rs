@@ -93,7 +93,10 @@ struct CancelInner {
 
 impl Cancel {
     pub fn new(deadline: Option<Instant>) -> Cancel {
-        Cancel(Arc::new(CancelInner { flag: AtomicBool::new(false), deadline }))
+        Cancel(Arc::new(CancelInner {
+            flag: AtomicBool::new(false),
+            deadline,
+        }))
     }
 
     pub fn with_timeout(timeout: Duration) -> Cancel {
@@ -158,7 +161,10 @@ pub struct CancelReader<R> {
 impl<R: std::io::Read> std::io::Read for CancelReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         if self.cancel.is_cancelled() {
-            return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "request cancelled"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "request cancelled",
+            ));
         }
         self.inner.read(buf)
     }
@@ -191,7 +197,10 @@ impl Drop for Reservation {
 
 impl MemoryBudget {
     pub fn new(total: u64) -> Arc<MemoryBudget> {
-        Arc::new(MemoryBudget { total, used: Mutex::new(0) })
+        Arc::new(MemoryBudget {
+            total,
+            used: Mutex::new(0),
+        })
     }
 
     pub fn total(&self) -> u64 {
@@ -231,7 +240,10 @@ impl MemoryBudget {
             });
         }
         *used += bytes;
-        Ok(Reservation { budget: self.clone(), bytes })
+        Ok(Reservation {
+            budget: self.clone(),
+            bytes,
+        })
     }
 }
 
@@ -286,7 +298,11 @@ pub struct TooSlow {
 
 impl std::fmt::Display for TooSlow {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the upload is slower than this server's minimum of {} per second", oomdoc_units::format_bytes(self.min_bytes_per_sec))
+        write!(
+            f,
+            "the upload is slower than this server's minimum of {} per second",
+            oomdoc_units::format_bytes(self.min_bytes_per_sec)
+        )
     }
 }
 
@@ -373,7 +389,9 @@ where
             Poll::Pending => match this.timer.as_mut().poll(cx) {
                 Poll::Ready(()) => {
                     this.failed = true;
-                    Poll::Ready(Some(Err(Box::new(TooSlow { min_bytes_per_sec: this.rate }))))
+                    Poll::Ready(Some(Err(Box::new(TooSlow {
+                        min_bytes_per_sec: this.rate,
+                    }))))
                 }
                 Poll::Pending => Poll::Pending,
             },
@@ -398,7 +416,10 @@ mod tests {
     #[test]
     fn the_budget_refuses_what_never_fits_with_413_and_a_busy_budget_with_503() {
         let b = MemoryBudget::new(100);
-        assert_eq!(b.try_reserve(101, "the dump").unwrap_err().status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(
+            b.try_reserve(101, "the dump").unwrap_err().status,
+            StatusCode::PAYLOAD_TOO_LARGE
+        );
         let r1 = b.try_reserve(60, "the dump").unwrap();
         let busy = b.try_reserve(50, "the dump").unwrap_err();
         assert_eq!(busy.status, StatusCode::SERVICE_UNAVAILABLE);
@@ -424,7 +445,10 @@ mod tests {
         assert!(!cancelled(), "the token is the thread's only inside run");
         let past = Cancel::new(Some(Instant::now()));
         assert!(past.is_cancelled(), "a passed deadline cancels");
-        let mut r = CancelReader { inner: &b"abc"[..], cancel: c };
+        let mut r = CancelReader {
+            inner: &b"abc"[..],
+            cancel: c,
+        };
         let mut s = String::new();
         assert!(std::io::Read::read_to_string(&mut r, &mut s).is_err());
     }

@@ -23,7 +23,9 @@ pub struct DumpDir(Arc<tempfile::TempDir>);
 impl DumpDir {
     pub fn create(parent: &Path) -> std::io::Result<DumpDir> {
         std::fs::create_dir_all(parent)?;
-        let dir = tempfile::Builder::new().prefix(&format!("{PREFIX}{}-", std::process::id())).tempdir_in(parent)?;
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{PREFIX}{}-", std::process::id()))
+            .tempdir_in(parent)?;
         Ok(DumpDir(Arc::new(dir)))
     }
 
@@ -54,7 +56,9 @@ fn process_alive(pid: u32) -> Option<bool> {
 /// Returns the paths removed.
 pub fn remove_stale(parent: &Path) -> Vec<PathBuf> {
     let mut removed = Vec::new();
-    let Ok(rd) = std::fs::read_dir(parent) else { return removed };
+    let Ok(rd) = std::fs::read_dir(parent) else {
+        return removed;
+    };
     let me = std::process::id();
     for entry in rd.flatten() {
         let name = entry.file_name();
@@ -63,11 +67,17 @@ pub fn remove_stale(parent: &Path) -> Vec<PathBuf> {
             continue;
         }
         // Never follow a link someone planted under a shared /tmp.
-        let Ok(meta) = std::fs::symlink_metadata(entry.path()) else { continue };
+        let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
+            continue;
+        };
         if !meta.is_dir() {
             continue;
         }
-        let old = meta.modified().ok().and_then(|m| SystemTime::now().duration_since(m).ok()).is_some_and(|age| age > STALE_AGE);
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|m| SystemTime::now().duration_since(m).ok())
+            .is_some_and(|age| age > STALE_AGE);
         let stale = match owner_pid(name) {
             Some(pid) if pid == me => false,
             Some(pid) => match process_alive(pid) {
@@ -87,7 +97,15 @@ pub fn remove_stale(parent: &Path) -> Vec<PathBuf> {
 /// benchmark counts to prove none is left behind.
 pub fn count_dump_dirs(parent: &Path) -> usize {
     std::fs::read_dir(parent)
-        .map(|rd| rd.flatten().filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(PREFIX))).count())
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| {
+                    e.file_name()
+                        .to_str()
+                        .is_some_and(|n| n.starts_with(PREFIX))
+                })
+                .count()
+        })
         .unwrap_or(0)
 }
 

@@ -21,7 +21,10 @@ use std::{
 };
 
 fn report() -> MemoryReport {
-    MemoryReport { json: json!({"modules": []}), html: "<html></html>".into() }
+    MemoryReport {
+        json: json!({"modules": []}),
+        html: "<html></html>".into(),
+    }
 }
 
 /// Wait up to `secs` for `f`.
@@ -61,29 +64,60 @@ fn held_memory(_: &Path) -> Result<MemoryReport, EngineError> {
 #[test]
 fn the_memory_budget_answers_413_when_a_dump_can_never_fit_and_503_when_busy() {
     let temp = tempfile::tempdir().unwrap();
-    let s = TestServer::start_with(Engines { memory: held_memory, ..Engines::default() }, |c| {
-        private_temp(c, temp.path());
-        c.resources.analysis_memory_bytes = 10_000;
-        c.resources.analysis_memory_factor = 8;
-    });
+    let s = TestServer::start_with(
+        Engines {
+            memory: held_memory,
+            ..Engines::default()
+        },
+        |c| {
+            private_temp(c, temp.path());
+            c.resources.analysis_memory_bytes = 10_000;
+            c.resources.analysis_memory_factor = 8;
+        },
+    );
     // 1 300 bytes × 8 > 10 000: never fits.
     let (ct, body) = dump_body("m.hlo.pb", 1_300);
     let r = s.post("/api/v1/memory", &ct, &body);
     assert_eq!(r.status, 413, "{}", r.text());
-    assert!(r.json()["error"]["message"].as_str().unwrap().contains("--analysis-memory-mib"), "{}", r.text());
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--analysis-memory-mib"),
+        "{}",
+        r.text()
+    );
 
     // 1 000 bytes × 8 fits alone; a second one while it runs does not.
     let (ct, body) = dump_body("m.hlo.pb", 1_000);
     let addr = s.addr();
     let (ct1, body1) = (ct.clone(), body.clone());
     let first = std::thread::spawn(move || {
-        common::request(addr, "POST", "/api/v1/memory", &[("Content-Type", &ct1)], &body1)
+        common::request(
+            addr,
+            "POST",
+            "/api/v1/memory",
+            &[("Content-Type", &ct1)],
+            &body1,
+        )
     });
     assert!(eventually(10, || BUDGET_RUNNING.load(Ordering::SeqCst) == 1));
     let busy = s.post("/api/v1/memory", &ct, &body);
     assert_eq!(busy.status, 503, "{}", busy.text());
-    assert!(busy.header("retry-after").is_some_and(|v| v.parse::<u64>().is_ok()), "{:?}", busy.headers);
-    assert!(busy.json()["error"]["message"].as_str().unwrap().contains("retry"), "{}", busy.text());
+    assert!(
+        busy.header("retry-after")
+            .is_some_and(|v| v.parse::<u64>().is_ok()),
+        "{:?}",
+        busy.headers
+    );
+    assert!(
+        busy.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("retry"),
+        "{}",
+        busy.text()
+    );
     // The page gets the same refusal.
     assert_eq!(s.post("/memory", &ct, &body).status, 503);
 
@@ -118,17 +152,29 @@ fn endless_memory(dir: &Path) -> Result<MemoryReport, EngineError> {
 #[test]
 fn a_timed_out_analysis_stops_and_its_temp_dir_is_removed() {
     let temp = tempfile::tempdir().unwrap();
-    let s = TestServer::start_with(Engines { memory: endless_memory, ..Engines::default() }, |c| {
-        private_temp(c, temp.path());
-        c.upload_timeout = Duration::from_secs(1);
-    });
+    let s = TestServer::start_with(
+        Engines {
+            memory: endless_memory,
+            ..Engines::default()
+        },
+        |c| {
+            private_temp(c, temp.path());
+            c.upload_timeout = Duration::from_secs(1);
+        },
+    );
     let (ct, body) = dump_body("m.hlo.pb", 100);
     let started = Instant::now();
     let r = s.post("/api/v1/memory", &ct, &body);
     assert_eq!(r.status, 503, "{}", r.text());
     assert!(started.elapsed() < Duration::from_secs(10));
-    assert!(eventually(5, || SLOW_SAW_CANCEL.load(Ordering::SeqCst)), "the engine's work was not cancelled");
-    assert!(eventually(5, || count_dump_dirs(temp.path()) == 0), "temp dir left behind");
+    assert!(
+        eventually(5, || SLOW_SAW_CANCEL.load(Ordering::SeqCst)),
+        "the engine's work was not cancelled"
+    );
+    assert!(
+        eventually(5, || count_dump_dirs(temp.path()) == 0),
+        "temp dir left behind"
+    );
 }
 
 static GONE_STARTED: AtomicBool = AtomicBool::new(false);
@@ -150,9 +196,15 @@ fn endless_memory_2(_: &Path) -> Result<MemoryReport, EngineError> {
 #[test]
 fn a_client_that_goes_away_cancels_the_analysis_and_frees_the_temp_dir() {
     let temp = tempfile::tempdir().unwrap();
-    let s = TestServer::start_with(Engines { memory: endless_memory_2, ..Engines::default() }, |c| {
-        private_temp(c, temp.path());
-    });
+    let s = TestServer::start_with(
+        Engines {
+            memory: endless_memory_2,
+            ..Engines::default()
+        },
+        |c| {
+            private_temp(c, temp.path());
+        },
+    );
     let (ct, body) = dump_body("m.hlo.pb", 100);
     let mut sock = TcpStream::connect(s.addr()).unwrap();
     let head = format!(
@@ -164,8 +216,14 @@ fn a_client_that_goes_away_cancels_the_analysis_and_frees_the_temp_dir() {
     assert!(eventually(10, || GONE_STARTED.load(Ordering::SeqCst)));
     assert_eq!(count_dump_dirs(temp.path()), 1);
     drop(sock);
-    assert!(eventually(10, || GONE_SAW_CANCEL.load(Ordering::SeqCst)), "the engine kept working for a client that left");
-    assert!(eventually(5, || count_dump_dirs(temp.path()) == 0), "temp dir left behind");
+    assert!(
+        eventually(10, || GONE_SAW_CANCEL.load(Ordering::SeqCst)),
+        "the engine kept working for a client that left"
+    );
+    assert!(
+        eventually(5, || count_dump_dirs(temp.path()) == 0),
+        "temp dir left behind"
+    );
 }
 
 fn panicking_memory(_: &Path) -> Result<MemoryReport, EngineError> {
@@ -175,26 +233,45 @@ fn panicking_memory(_: &Path) -> Result<MemoryReport, EngineError> {
 #[test]
 fn temp_dirs_are_removed_after_success_errors_refusals_and_panics() {
     let temp = tempfile::tempdir().unwrap();
-    let ok = TestServer::start_with(Engines { memory: |_| Ok(report()), ..Engines::default() }, |c| private_temp(c, temp.path()));
+    let ok = TestServer::start_with(
+        Engines {
+            memory: |_| Ok(report()),
+            ..Engines::default()
+        },
+        |c| private_temp(c, temp.path()),
+    );
     let (ct, body) = dump_body("m.hlo.pb", 100);
     assert_eq!(ok.post("/api/v1/memory", &ct, &body).status, 200);
     // Not an archive after all.
     let (ct_bad, bad) = dump_body("dump.tar.gz", 100);
     assert_eq!(ok.post("/api/v1/memory", &ct_bad, &bad).status, 422);
-    let panics = TestServer::start_with(Engines { memory: panicking_memory, ..Engines::default() }, |c| {
-        private_temp(c, temp.path())
-    });
+    let panics = TestServer::start_with(
+        Engines {
+            memory: panicking_memory,
+            ..Engines::default()
+        },
+        |c| private_temp(c, temp.path()),
+    );
     assert_eq!(panics.post("/api/v1/memory", &ct, &body).status, 500);
-    assert!(eventually(5, || count_dump_dirs(temp.path()) == 0), "temp dir left behind");
+    assert!(
+        eventually(5, || count_dump_dirs(temp.path()) == 0),
+        "temp dir left behind"
+    );
 }
 
 #[test]
 fn many_files_or_archive_entries_are_refused_with_413() {
     let temp = tempfile::tempdir().unwrap();
-    let s = TestServer::start_with(Engines { memory: |_| Ok(report()), ..Engines::default() }, |c| {
-        private_temp(c, temp.path());
-        c.resources.archive_entries = 50;
-    });
+    let s = TestServer::start_with(
+        Engines {
+            memory: |_| Ok(report()),
+            ..Engines::default()
+        },
+        |c| {
+            private_temp(c, temp.path());
+            c.resources.archive_entries = 50;
+        },
+    );
     // An archive of 2 000 empty files (a million at scale).
     let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     let mut t = tar::Builder::new(gz);
@@ -203,7 +280,8 @@ fn many_files_or_archive_entries_are_refused_with_413() {
         h.set_size(0);
         h.set_mode(0o644);
         h.set_cksum();
-        t.append_data(&mut h, format!("dump/f{i}"), &b""[..]).unwrap();
+        t.append_data(&mut h, format!("dump/f{i}"), &b""[..])
+            .unwrap();
     }
     let tgz = t.into_inner().unwrap().finish().unwrap();
     let (ct, body) = multipart(&[("dump", Some("empty.tar.gz"), &tgz)]);
@@ -211,11 +289,19 @@ fn many_files_or_archive_entries_are_refused_with_413() {
     assert_eq!(r.status, 413, "{}", r.text());
     assert!(r.text().contains("entries"), "{}", r.text());
     // Too many files in the multipart body itself.
-    let files: Vec<(String, Vec<u8>)> = (0..51).map(|i| (format!("f{i}.txt"), b"x".to_vec())).collect();
-    let parts: Vec<(&str, Option<&str>, &[u8])> = files.iter().map(|(n, d)| ("dump", Some(n.as_str()), d.as_slice())).collect();
+    let files: Vec<(String, Vec<u8>)> = (0..51)
+        .map(|i| (format!("f{i}.txt"), b"x".to_vec()))
+        .collect();
+    let parts: Vec<(&str, Option<&str>, &[u8])> = files
+        .iter()
+        .map(|(n, d)| ("dump", Some(n.as_str()), d.as_slice()))
+        .collect();
     let (ct, body) = multipart(&parts);
     assert_eq!(s.post("/api/v1/memory", &ct, &body).status, 413);
-    assert!(eventually(5, || count_dump_dirs(temp.path()) == 0), "temp dir left behind");
+    assert!(
+        eventually(5, || count_dump_dirs(temp.path()) == 0),
+        "temp dir left behind"
+    );
 }
 
 #[test]
@@ -224,7 +310,9 @@ fn stale_upload_dirs_of_a_crashed_server_are_removed_at_start() {
     let stale = temp.path().join("oomdoc-dump-4999999-Ab12Cd");
     std::fs::create_dir_all(stale.join("dump/a")).unwrap();
     std::fs::write(stale.join("dump/a/m.hlo.pb"), b"x").unwrap();
-    let live = temp.path().join(format!("oomdoc-dump-{}-Zz99", std::process::id()));
+    let live = temp
+        .path()
+        .join(format!("oomdoc-dump-{}-Zz99", std::process::id()));
     std::fs::create_dir(&live).unwrap();
     let _s = TestServer::start_with(Engines::default(), |c| private_temp(c, temp.path()));
     if Path::new("/proc/self").exists() {
@@ -250,7 +338,14 @@ fn closed_within(s: &mut TcpStream, secs: u64) -> bool {
         match s.read(&mut buf) {
             Ok(0) => return true,
             Ok(_) => continue,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => return false,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return false
+            }
             Err(_) => return true,
         }
     }
@@ -277,7 +372,10 @@ fn slow_clients_cannot_take_every_connection() {
     // The slow ones are all closed after the header deadline (or refused at once).
     let started = Instant::now();
     for c in &mut slow {
-        assert!(closed_within(c, 5), "a slow client still holds its connection");
+        assert!(
+            closed_within(c, 5),
+            "a slow client still holds its connection"
+        );
     }
     assert!(started.elapsed() < Duration::from_secs(5));
     // And then normal service.
@@ -286,9 +384,12 @@ fn slow_clients_cannot_take_every_connection() {
 
 #[test]
 fn an_idle_kept_alive_connection_is_closed_after_the_header_deadline() {
-    let s = TestServer::start_with(Engines::default(), |c| c.resources.header_read_timeout = Duration::from_secs(1));
+    let s = TestServer::start_with(Engines::default(), |c| {
+        c.resources.header_read_timeout = Duration::from_secs(1)
+    });
     let mut c = TcpStream::connect(s.addr()).unwrap();
-    c.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    c.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
     let r = read_response(&mut c);
     assert_eq!(r.status, 200);
     // Nothing more sent: the server lets go.
@@ -323,10 +424,18 @@ fn an_upload_slower_than_the_minimum_rate_gets_408() {
     let r = read_response(&mut c);
     assert_eq!(r.status, 408, "{}", r.text());
     assert!(r.text().contains("minimum upload rate"), "{}", r.text());
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     drop(c);
     let _ = writer.join();
     // A body at full speed is not affected.
     let log = "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1.00GiB.\n".repeat(100);
-    assert_eq!(s.post("/api/v1/diagnose", "text/plain", log.as_bytes()).status, 200);
+    assert_eq!(
+        s.post("/api/v1/diagnose", "text/plain", log.as_bytes())
+            .status,
+        200
+    );
 }
