@@ -167,7 +167,7 @@ pub async fn run(
     let resources = state.config.resources.clone();
     let app = routes::router(state);
     let connections = Arc::new(tokio::sync::Semaphore::new(resources.max_connections.max(1)));
-    let refusers = Arc::new(tokio::sync::Semaphore::new(64));
+    let refusers = Arc::new(tokio::sync::Semaphore::new(128));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -197,7 +197,7 @@ pub async fn run(
                 ));
                 let conn = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
-                    .header_read_timeout(resources.header_read_timeout)
+                    .header_read_timeout(limits::header_deadline(&resources, connections.available_permits()))
                     .serve_connection(TokioIo::new(stream), service);
                 let conn = graceful.watch(conn);
                 tokio::spawn(async move {

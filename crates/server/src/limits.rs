@@ -249,6 +249,20 @@ impl MemoryBudget {
 
 // ---------------------------------------------------------------- connections
 
+/// The header deadline of a connection under load: when fewer than a quarter of the
+/// connections are free, a new one gets at most this long for its request headers, so
+/// clients that trickle their headers cycle out faster than legitimate ones queue up.
+pub const UNDER_LOAD_HEADER_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The header deadline for a new connection, given how many connections are free.
+pub fn header_deadline(r: &ResourceLimits, free: usize) -> Duration {
+    if free.saturating_mul(4) < r.max_connections {
+        r.header_read_timeout.min(UNDER_LOAD_HEADER_TIMEOUT)
+    } else {
+        r.header_read_timeout
+    }
+}
+
 /// What a connection over the cap gets before it is closed.
 pub fn too_many_connections() -> Vec<u8> {
     let body = r#"{"error":{"status":503,"message":"too many connections to this server; retry shortly","request_id":""}}"#;
@@ -260,10 +274,13 @@ pub fn too_many_connections() -> Vec<u8> {
 }
 
 /// Answer a connection over the cap with 503 and close it. Draining what the client
-/// already sent (briefly) lets it read the answer instead of a reset; at most
-/// `refusers` connections are drained at once, the rest are closed at once.
+/// already sent (for up to 250 ms) lets it read the answer instead of a reset; at most
+/// `refusers` connections are drained at once, the rest get the answer only if their
+/// socket takes it at once.
 pub fn refuse_connection(stream: tokio::net::TcpStream, refusers: &Arc<tokio::sync::Semaphore>) {
     let Ok(permit) = refusers.clone().try_acquire_owned() else {
+        // Too many being refused: answer if the socket takes it now, and close.
+        let _ = stream.try_write(&too_many_connections());
         drop(stream);
         return;
     };
@@ -284,7 +301,8 @@ pub fn refuse_connection(stream: tokio::net::TcpStream, refusers: &Arc<tokio::sy
             }
             Ok::<_, std::io::Error>(())
         };
-        let _ = tokio::time::timeout(Duration::from_secs(1), answer).await;
+        // A client sends its request at once; one that trickles is not waited for.
+        let _ = tokio::time::timeout(Duration::from_millis(250), answer).await;
     });
 }
 
@@ -431,6 +449,16 @@ mod tests {
         drop(r2);
         assert_eq!(b.used(), 0);
         assert!(b.try_reserve(100, "the dump").is_ok());
+    }
+
+    #[test]
+    fn headers_get_less_time_when_connections_run_short() {
+        let r = ResourceLimits { max_connections: 100, ..Default::default() };
+        assert_eq!(header_deadline(&r, 100), Duration::from_secs(10));
+        assert_eq!(header_deadline(&r, 25), Duration::from_secs(10));
+        assert_eq!(header_deadline(&r, 24), UNDER_LOAD_HEADER_TIMEOUT);
+        let quick = ResourceLimits { header_read_timeout: Duration::from_secs(1), ..r };
+        assert_eq!(header_deadline(&quick, 0), Duration::from_secs(1));
     }
 
     #[test]
