@@ -247,6 +247,40 @@ impl MemoryBudget {
     }
 }
 
+/// Memory a log diagnosis holds per byte of log: the request body, and the copy handed
+/// to the engine (the scan itself streams).
+pub const LOG_MEMORY_FACTOR: u64 = 2;
+
+/// Middleware on the log routes: reserve the log's weight in the analysis budget before
+/// its body is read (the body is buffered in memory), from its declared length or, when
+/// not declared, the log limit; held until the response is ready.
+pub async fn reserve_log_memory(
+    axum::extract::State(state): axum::extract::State<Arc<crate::AppState>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    // The form page itself (GET) holds nothing.
+    if req.method() == axum::http::Method::GET || req.method() == axum::http::Method::HEAD {
+        return next.run(req).await;
+    }
+    let limit = state.config.limits.log_bytes as u64;
+    let declared = req
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let need = declared.map_or(limit, |n| n.min(limit)).saturating_mul(LOG_MEMORY_FACTOR);
+    match state.budget.try_reserve(need, "this log") {
+        Ok(reservation) => {
+            let resp = next.run(req).await;
+            drop(reservation);
+            resp
+        }
+        Err(refusal) => crate::error::AppError::Refused(refusal).into_response(),
+    }
+}
+
 // ---------------------------------------------------------------- connections
 
 /// The header deadline of a connection under load: when fewer than a quarter of the

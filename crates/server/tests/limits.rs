@@ -439,3 +439,42 @@ fn an_upload_slower_than_the_minimum_rate_gets_408() {
         200
     );
 }
+
+// ------------------------------------------------------------------ logs share the budget
+
+static LOG_RUNNING: AtomicUsize = AtomicUsize::new(0);
+static LOG_RELEASE: AtomicBool = AtomicBool::new(false);
+
+fn held_diagnose(_: &[u8], _: oomdoc_kb::Lang) -> Result<serde_json::Value, EngineError> {
+    LOG_RUNNING.fetch_add(1, Ordering::SeqCst);
+    while !LOG_RELEASE.load(Ordering::SeqCst) && !oomdoc_server::limits::cancelled() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    LOG_RUNNING.fetch_sub(1, Ordering::SeqCst);
+    Ok(json!({"findings": []}))
+}
+
+#[test]
+fn buffered_logs_are_weighed_in_the_budget_before_they_are_read() {
+    let s = TestServer::start_with(Engines { diagnose: held_diagnose, ..Engines::default() }, |c| {
+        c.resources.analysis_memory_bytes = 3_000;
+    });
+    let log = vec![b'x'; 1_000];
+    // 2 000 bytes × 2 > 3 000: never fits.
+    let big = vec![b'x'; 2_000];
+    let r = s.post("/api/v1/diagnose", "text/plain", &big);
+    assert_eq!(r.status, 413, "{}", r.text());
+    // One 1 000-byte log (weight 2 000) at a time.
+    let addr = s.addr();
+    let l1 = log.clone();
+    let first = std::thread::spawn(move || common::request(addr, "POST", "/api/v1/diagnose", &[("Content-Type", "text/plain")], &l1));
+    assert!(eventually(10, || LOG_RUNNING.load(Ordering::SeqCst) == 1));
+    let busy = s.post("/api/v1/diagnose", "text/plain", &log);
+    assert_eq!(busy.status, 503, "{}", busy.text());
+    assert!(busy.header("retry-after").is_some());
+    // Reading pages is not affected.
+    assert_eq!(s.get("/").status, 200);
+    LOG_RELEASE.store(true, Ordering::SeqCst);
+    assert_eq!(first.join().unwrap().status, 200);
+    assert_eq!(s.post("/api/v1/diagnose", "text/plain", &log).status, 200);
+}
