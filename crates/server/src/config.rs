@@ -27,6 +27,8 @@ pub struct Config {
     /// The SQLite file (created and migrated on start).
     pub db_path: PathBuf,
     pub limits: Limits,
+    /// Analysis memory budget, archive caps, connections, upload rate, temp dir.
+    pub resources: crate::limits::ResourceLimits,
     /// Whole-request deadline for ordinary requests (reading the body included).
     pub request_timeout: Duration,
     /// Deadline for dump uploads, which may be hundreds of MiB.
@@ -35,8 +37,6 @@ pub struct Config {
     pub workers: usize,
     /// Log one line per request to stderr.
     pub access_log: bool,
-    /// Analysis memory budget, archive caps, connections, upload rate, temp dir.
-    pub resources: crate::limits::ResourceLimits,
 }
 
 impl Default for Config {
@@ -45,11 +45,11 @@ impl Default for Config {
             addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
             db_path: PathBuf::from("oomdoc.sqlite3"),
             limits: Limits::default(),
+            resources: crate::limits::ResourceLimits::default(),
             request_timeout: Duration::from_secs(30),
             upload_timeout: Duration::from_secs(300),
             workers: 2,
             access_log: false,
-            resources: crate::limits::ResourceLimits::default(),
         }
     }
 }

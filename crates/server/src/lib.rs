@@ -13,9 +13,9 @@ pub mod error;
 pub mod feedback;
 pub mod html;
 pub mod kb_query;
-pub mod limits;
 pub mod routes;
 pub mod stats;
+pub mod limits;
 pub mod tempdir;
 
 pub use config::{Config, Limits};

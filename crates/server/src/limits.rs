@@ -412,9 +412,9 @@ impl<B> MinRateBody<B> {
     }
 }
 
-impl<B> http_body::Body for MinRateBody<B>
+impl<B> hyper::body::Body for MinRateBody<B>
 where
-    B: http_body::Body<Data = axum::body::Bytes> + Unpin,
+    B: hyper::body::Body<Data = axum::body::Bytes> + Unpin,
     B::Error: Into<axum::BoxError>,
 {
     type Data = axum::body::Bytes;
@@ -423,7 +423,7 @@ where
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
         let this = self.get_mut();
         if this.failed {
             return Poll::Ready(None);
@@ -454,7 +454,7 @@ where
         self.failed || self.inner.is_end_stream()
     }
 
-    fn size_hint(&self) -> http_body::SizeHint {
+    fn size_hint(&self) -> hyper::body::SizeHint {
         self.inner.size_hint()
     }
 }

@@ -33,14 +33,6 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 300)]
     pub upload_timeout: u64,
 
-    /// Worker threads answering requests (analysis runs on a separate pool).
-    #[arg(long, value_name = "N", default_value_t = 2)]
-    pub workers: usize,
-
-    /// Print one line per request to standard error.
-    #[arg(long)]
-    pub access_log: bool,
-
     /// Memory all dump analyses running at once may use, in MiB. A dump is weighed as its
     /// unpacked bytes times --analysis-memory-factor: one that can never fit gets 413, one
     /// that does not fit now gets 503 with Retry-After.
@@ -76,6 +68,14 @@ pub struct ServeArgs {
     /// `oomdoc-dump-*` directories of dead servers are removed there at start.
     #[arg(long, value_name = "DIR")]
     pub temp_dir: Option<PathBuf>,
+
+    /// Worker threads answering requests (analysis runs on a separate pool).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub workers: usize,
+
+    /// Print one line per request to standard error.
+    #[arg(long)]
+    pub access_log: bool,
 }
 
 pub fn run(args: ServeArgs) -> Result<(), CliError> {
@@ -88,10 +88,6 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
             dump_bytes: args.max_dump_mib.saturating_mul(MIB),
             ..Limits::default()
         },
-        request_timeout: Duration::from_secs(args.timeout),
-        upload_timeout: Duration::from_secs(args.upload_timeout),
-        workers: args.workers,
-        access_log: args.access_log,
         resources: oomdoc_server::limits::ResourceLimits {
             analysis_memory_bytes: args.analysis_memory_mib.saturating_mul(MIB as u64),
             analysis_memory_factor: args.analysis_memory_factor,
@@ -103,6 +99,10 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
             temp_dir: args.temp_dir.unwrap_or_else(std::env::temp_dir),
             ..Default::default()
         },
+        request_timeout: Duration::from_secs(args.timeout),
+        upload_timeout: Duration::from_secs(args.upload_timeout),
+        workers: args.workers,
+        access_log: args.access_log,
     };
     oomdoc_server::serve(config).map_err(CliError::usage)
 }
