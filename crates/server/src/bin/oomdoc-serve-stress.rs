@@ -258,8 +258,14 @@ fn post(addr: SocketAddr, path: &str, ctype: &str, body: &[u8]) -> (u16, String,
     (status, body, started.elapsed().as_secs_f64())
 }
 
+/// Upload directories in `temp`; counted as a failure when any is left (call it only
+/// when none should be there).
 fn dump_dirs(temp: &Path) -> usize {
-    oomdoc_server::tempdir::count_dump_dirs(temp)
+    let n = oomdoc_server::tempdir::count_dump_dirs(temp);
+    if n > 0 {
+        FAILURES.fetch_add(1, Ordering::Relaxed);
+    }
+    n
 }
 
 fn mib(kib: usize) -> String {
@@ -305,8 +311,15 @@ fn crafted_dumps(server: &Server, temp: &Path, o: &Options) {
 }
 
 fn server_alive(server: &Server) -> bool {
-    TcpStream::connect(server.addr).is_ok() && Path::new(&format!("/proc/{}", server.child.id())).exists()
+    let alive = TcpStream::connect(server.addr).is_ok() && Path::new(&format!("/proc/{}", server.child.id())).exists();
+    if !alive {
+        FAILURES.fetch_add(1, Ordering::Relaxed);
+    }
+    alive
 }
+
+/// Server deaths and directories left behind: the benchmark exits 1 when there are any.
+static FAILURES: AtomicUsize = AtomicUsize::new(0);
 
 fn million_empty_files(server: &Server, temp: &Path, o: &Options) {
     let t = Instant::now();
@@ -334,7 +347,7 @@ fn kill_during_analysis(dir: &Path, temp: &Path, o: &Options) {
     signal(server.child.id(), "-KILL");
     let _ = server.child.wait();
     let _ = client.join();
-    let left = dump_dirs(temp);
+    let left = oomdoc_server::tempdir::count_dump_dirs(temp);
     let restarted = start_server(dir, temp, o);
     println!("  upload dirs after kill -9: {left}; after restart: {}", dump_dirs(temp));
     stop(restarted);
@@ -497,6 +510,12 @@ fn main() {
     }
     let files_left = count_files(&temp);
     println!("files left in the temp dir at the end: {files_left}");
+    let failures = FAILURES.load(Ordering::Relaxed) + usize::from(files_left > 0);
+    if failures > 0 {
+        println!("FAIL: {failures} check(s) failed (a server died or files were left)");
+        std::process::exit(1);
+    }
+    println!("OK: the server stayed up and left no upload directory behind");
 }
 
 fn count_files(p: &Path) -> usize {
