@@ -270,7 +270,9 @@ pub async fn reserve_log_memory(
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    let need = declared.map_or(limit, |n| n.min(limit)).saturating_mul(LOG_MEMORY_FACTOR);
+    let need = declared
+        .map_or(limit, |n| n.min(limit))
+        .saturating_mul(LOG_MEMORY_FACTOR);
     match state.budget.try_reserve(need, "this log") {
         Ok(reservation) => {
             let resp = next.run(req).await;
@@ -487,11 +489,17 @@ mod tests {
 
     #[test]
     fn headers_get_less_time_when_connections_run_short() {
-        let r = ResourceLimits { max_connections: 100, ..Default::default() };
+        let r = ResourceLimits {
+            max_connections: 100,
+            ..Default::default()
+        };
         assert_eq!(header_deadline(&r, 100), Duration::from_secs(10));
         assert_eq!(header_deadline(&r, 25), Duration::from_secs(10));
         assert_eq!(header_deadline(&r, 24), UNDER_LOAD_HEADER_TIMEOUT);
-        let quick = ResourceLimits { header_read_timeout: Duration::from_secs(1), ..r };
+        let quick = ResourceLimits {
+            header_read_timeout: Duration::from_secs(1),
+            ..r
+        };
         assert_eq!(header_deadline(&quick, 0), Duration::from_secs(1));
     }
 

@@ -456,9 +456,15 @@ fn held_diagnose(_: &[u8], _: oomdoc_kb::Lang) -> Result<serde_json::Value, Engi
 
 #[test]
 fn buffered_logs_are_weighed_in_the_budget_before_they_are_read() {
-    let s = TestServer::start_with(Engines { diagnose: held_diagnose, ..Engines::default() }, |c| {
-        c.resources.analysis_memory_bytes = 3_000;
-    });
+    let s = TestServer::start_with(
+        Engines {
+            diagnose: held_diagnose,
+            ..Engines::default()
+        },
+        |c| {
+            c.resources.analysis_memory_bytes = 3_000;
+        },
+    );
     let log = vec![b'x'; 1_000];
     // 2 000 bytes × 2 > 3 000: never fits.
     let big = vec![b'x'; 2_000];
@@ -467,7 +473,15 @@ fn buffered_logs_are_weighed_in_the_budget_before_they_are_read() {
     // One 1 000-byte log (weight 2 000) at a time.
     let addr = s.addr();
     let l1 = log.clone();
-    let first = std::thread::spawn(move || common::request(addr, "POST", "/api/v1/diagnose", &[("Content-Type", "text/plain")], &l1));
+    let first = std::thread::spawn(move || {
+        common::request(
+            addr,
+            "POST",
+            "/api/v1/diagnose",
+            &[("Content-Type", "text/plain")],
+            &l1,
+        )
+    });
     assert!(eventually(10, || LOG_RUNNING.load(Ordering::SeqCst) == 1));
     let busy = s.post("/api/v1/diagnose", "text/plain", &log);
     assert_eq!(busy.status, 503, "{}", busy.text());
@@ -477,4 +491,47 @@ fn buffered_logs_are_weighed_in_the_budget_before_they_are_read() {
     LOG_RELEASE.store(true, Ordering::SeqCst);
     assert_eq!(first.join().unwrap().status, 200);
     assert_eq!(s.post("/api/v1/diagnose", "text/plain", &log).status, 200);
+}
+
+#[test]
+fn a_slow_dump_upload_gets_408_and_leaves_no_temp_dir() {
+    let temp = tempfile::tempdir().unwrap();
+    let s = TestServer::start_with(
+        Engines {
+            memory: |_| Ok(report()),
+            ..Engines::default()
+        },
+        |c| {
+            private_temp(c, temp.path());
+            c.resources.min_upload_bytes_per_sec = 1_000;
+            c.resources.min_upload_grace = Duration::from_millis(500);
+        },
+    );
+    let (ct, body) = dump_body("m.hlo.pb", 100_000);
+    let mut c = TcpStream::connect(s.addr()).unwrap();
+    let head = format!("POST /api/v1/memory HTTP/1.1\r\nHost: x\r\nContent-Type: {ct}\r\nContent-Length: {}\r\n\r\n", body.len());
+    c.write_all(head.as_bytes()).unwrap();
+    // The multipart head and a little data at once, then a trickle.
+    c.write_all(&body[..300]).unwrap();
+    let writer = {
+        let mut w = c.try_clone().unwrap();
+        let rest = body[300..].to_vec();
+        std::thread::spawn(move || {
+            for chunk in rest.chunks(10).take(100) {
+                if w.write_all(chunk).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+    c.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let r = read_response(&mut c);
+    assert_eq!(r.status, 408, "{}", r.text());
+    drop(c);
+    let _ = writer.join();
+    assert!(
+        eventually(5, || count_dump_dirs(temp.path()) == 0),
+        "temp dir left behind"
+    );
 }

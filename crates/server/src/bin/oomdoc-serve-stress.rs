@@ -137,14 +137,18 @@ fn status_kib(pid: u32, key: &str) -> usize {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix(key).map(|v| v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0)))
+            s.lines().find_map(|l| {
+                l.strip_prefix(key)
+                    .map(|v| v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0))
+            })
         })
         .unwrap_or(0)
 }
 
 fn fd_count(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0)
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
 }
 
 impl Sampler {
@@ -160,7 +164,12 @@ impl Sampler {
                 std::thread::sleep(Duration::from_millis(20));
             }
         });
-        Sampler { stop, peak_fds, hwm_kib, thread: Some(thread) }
+        Sampler {
+            stop,
+            peak_fds,
+            hwm_kib,
+            thread: Some(thread),
+        }
     }
 
     fn finish(mut self) -> (usize, usize) {
@@ -168,7 +177,10 @@ impl Sampler {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        (self.peak_fds.load(Ordering::Relaxed), self.hwm_kib.load(Ordering::Relaxed))
+        (
+            self.peak_fds.load(Ordering::Relaxed),
+            self.hwm_kib.load(Ordering::Relaxed),
+        )
     }
 }
 
@@ -219,7 +231,8 @@ fn empty_files_tgz(n: usize) -> Vec<u8> {
         h.set_size(0);
         h.set_mode(0o644);
         h.set_cksum();
-        t.append_data(&mut h, format!("dump/{i:07}"), &b""[..]).expect("tar");
+        t.append_data(&mut h, format!("dump/{i:07}"), &b""[..])
+            .expect("tar");
     }
     t.into_inner().expect("tar").finish().expect("gzip")
 }
@@ -242,7 +255,9 @@ fn multipart(file_name: &str, content: &[u8]) -> (String, Vec<u8>) {
 /// POST and return (status, first 300 bytes of the body, seconds).
 fn post(addr: SocketAddr, path: &str, ctype: &str, body: &[u8]) -> (u16, String, f64) {
     let started = Instant::now();
-    let Ok(mut s) = TcpStream::connect(addr) else { return (0, "connect failed".into(), 0.0) };
+    let Ok(mut s) = TcpStream::connect(addr) else {
+        return (0, "connect failed".into(), 0.0);
+    };
     let _ = s.set_read_timeout(Some(Duration::from_secs(600)));
     let head = format!(
         "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n\r\n",
@@ -253,8 +268,15 @@ fn post(addr: SocketAddr, path: &str, ctype: &str, body: &[u8]) -> (u16, String,
     let mut raw = Vec::new();
     let _ = s.read_to_end(&mut raw);
     let text = String::from_utf8_lossy(&raw);
-    let status = text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.chars().take(300).collect()).unwrap_or_default();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.chars().take(300).collect())
+        .unwrap_or_default();
     (status, body, started.elapsed().as_secs_f64())
 }
 
@@ -298,7 +320,10 @@ fn crafted_dumps(server: &Server, temp: &Path, o: &Options) {
         .collect();
     for h in handles {
         let (status, text, secs) = h.join().expect("client");
-        println!("  status {status} in {secs:.2} s: {}", text.replace('\n', " "));
+        println!(
+            "  status {status} in {secs:.2} s: {}",
+            text.replace('\n', " ")
+        );
     }
     let (fds, hwm) = sampler.finish();
     let alive = server_alive(server);
@@ -311,7 +336,8 @@ fn crafted_dumps(server: &Server, temp: &Path, o: &Options) {
 }
 
 fn server_alive(server: &Server) -> bool {
-    let alive = TcpStream::connect(server.addr).is_ok() && Path::new(&format!("/proc/{}", server.child.id())).exists();
+    let alive = TcpStream::connect(server.addr).is_ok()
+        && Path::new(&format!("/proc/{}", server.child.id())).exists();
     if !alive {
         FAILURES.fetch_add(1, Ordering::Relaxed);
     }
@@ -324,10 +350,18 @@ static FAILURES: AtomicUsize = AtomicUsize::new(0);
 fn million_empty_files(server: &Server, temp: &Path, o: &Options) {
     let t = Instant::now();
     let tgz = empty_files_tgz(o.million);
-    println!("## .tar.gz of {} empty files: {:.1} MiB (built in {:.1} s)", o.million, tgz.len() as f64 / 1048576.0, t.elapsed().as_secs_f64());
+    println!(
+        "## .tar.gz of {} empty files: {:.1} MiB (built in {:.1} s)",
+        o.million,
+        tgz.len() as f64 / 1048576.0,
+        t.elapsed().as_secs_f64()
+    );
     let (ctype, body) = multipart("empty.tar.gz", &tgz);
     let (status, text, secs) = post(server.addr, "/api/v1/memory", &ctype, &body);
-    println!("  status {status} in {secs:.2} s: {}", text.replace('\n', " "));
+    println!(
+        "  status {status} in {secs:.2} s: {}",
+        text.replace('\n', " ")
+    );
     println!("  upload dirs left: {}", dump_dirs(temp));
 }
 
@@ -349,16 +383,27 @@ fn kill_during_analysis(dir: &Path, temp: &Path, o: &Options) {
     let _ = client.join();
     let left = oomdoc_server::tempdir::count_dump_dirs(temp);
     let restarted = start_server(dir, temp, o);
-    println!("  upload dirs after kill -9: {left}; after restart: {}", dump_dirs(temp));
+    println!(
+        "  upload dirs after kill -9: {left}; after restart: {}",
+        dump_dirs(temp)
+    );
     stop(restarted);
 }
 
 /// Whether some upload directory holds a file of `len` bytes.
 fn upload_complete(temp: &Path, len: usize) -> bool {
-    let Ok(rd) = std::fs::read_dir(temp) else { return false };
+    let Ok(rd) = std::fs::read_dir(temp) else {
+        return false;
+    };
     rd.flatten().any(|d| {
         std::fs::read_dir(d.path().join("upload"))
-            .map(|f| f.flatten().any(|f| f.metadata().map(|m| m.len() as usize >= len).unwrap_or(false)))
+            .map(|f| {
+                f.flatten().any(|f| {
+                    f.metadata()
+                        .map(|m| m.len() as usize >= len)
+                        .unwrap_or(false)
+                })
+            })
             .unwrap_or(false)
     })
 }
@@ -373,7 +418,11 @@ fn slow_clients(server: &Server, temp: &Path, o: &Options) {
         "## {} slow clients for {} s (half trickle headers, half a body at 1 byte/s), max connections {}",
         o.slow_clients, o.slow_seconds, o.max_connections
     );
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
     let sampler = Sampler::start(server.child.id());
     let addr = server.addr;
     let counts: Arc<Mutex<std::collections::BTreeMap<String, usize>>> = Arc::default();
@@ -450,25 +499,42 @@ fn slow_clients(server: &Server, temp: &Path, o: &Options) {
         *by_status.entry(*s).or_default() += 1;
     }
     let worst = probes.iter().map(|p| p.1).fold(0.0, f64::max);
-    println!("  probe GET /healthz every 250 ms: {by_status:?} (status: count), slowest {:.0} ms", worst * 1e3);
+    println!(
+        "  probe GET /healthz every 250 ms: {by_status:?} (status: count), slowest {:.0} ms",
+        worst * 1e3
+    );
     println!(
         "  server peak fds {fds}, peak RSS (VmHWM) {}, alive: {}, upload dirs left: {}",
         mib(hwm),
         server_alive(server),
         dump_dirs(temp)
     );
-    println!("  fds now (after the clients left): {}", fd_count(server.child.id()));
+    println!(
+        "  fds now (after the clients left): {}",
+        fd_count(server.child.id())
+    );
 }
 
 fn get(addr: SocketAddr, path: &str) -> (u16, String, f64) {
     let started = Instant::now();
-    let Ok(mut s) = TcpStream::connect(addr) else { return (0, String::new(), 0.0) };
+    let Ok(mut s) = TcpStream::connect(addr) else {
+        return (0, String::new(), 0.0);
+    };
     let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
-    let _ = s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes());
+    let _ = s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    );
     let mut raw = Vec::new();
     let _ = s.read_to_end(&mut raw);
     let text = String::from_utf8_lossy(&raw);
-    (text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0), String::new(), started.elapsed().as_secs_f64())
+    (
+        text.split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0),
+        String::new(),
+        started.elapsed().as_secs_f64(),
+    )
 }
 
 fn main() {
@@ -485,14 +551,25 @@ fn main() {
     };
     let nofile = std::fs::read_to_string("/proc/self/limits")
         .ok()
-        .and_then(|l| l.lines().find(|l| l.starts_with("Max open files")).map(|l| l.split_whitespace().nth(3).unwrap_or("?").to_string()))
+        .and_then(|l| {
+            l.lines()
+                .find(|l| l.starts_with("Max open files"))
+                .map(|l| l.split_whitespace().nth(3).unwrap_or("?").to_string())
+        })
         .unwrap_or_default();
-    println!("open-file limit of this process: {nofile} (the clients need one per slow connection)");
+    println!(
+        "open-file limit of this process: {nofile} (the clients need one per slow connection)"
+    );
     let dir = tempfile::tempdir().expect("tempdir");
     let temp = dir.path().join("tmp");
     std::fs::create_dir(&temp).expect("tmp");
     let server = start_server(dir.path(), &temp, &o);
-    println!("server pid {}, {} open fds, RSS {}", server.child.id(), fd_count(server.child.id()), mib(status_kib(server.child.id(), "VmRSS:")));
+    println!(
+        "server pid {}, {} open fds, RSS {}",
+        server.child.id(),
+        fd_count(server.child.id()),
+        mib(status_kib(server.child.id(), "VmRSS:"))
+    );
     if o.parallel_dumps > 0 {
         crafted_dumps(&server, &temp, &o);
     }
@@ -504,7 +581,11 @@ fn main() {
     }
     let hwm = status_kib(server.child.id(), "VmHWM:");
     stop(server);
-    println!("server stopped; peak RSS over the whole run {}; upload dirs left: {}", mib(hwm), dump_dirs(&temp));
+    println!(
+        "server stopped; peak RSS over the whole run {}; upload dirs left: {}",
+        mib(hwm),
+        dump_dirs(&temp)
+    );
     if o.parallel_dumps > 0 {
         kill_during_analysis(dir.path(), &temp, &o);
     }
@@ -520,6 +601,16 @@ fn main() {
 
 fn count_files(p: &Path) -> usize {
     std::fs::read_dir(p)
-        .map(|rd| rd.flatten().map(|e| if e.path().is_dir() { 1 + count_files(&e.path()) } else { 1 }).sum())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| {
+                    if e.path().is_dir() {
+                        1 + count_files(&e.path())
+                    } else {
+                        1
+                    }
+                })
+                .sum()
+        })
         .unwrap_or(0)
 }
