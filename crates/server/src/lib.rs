@@ -143,7 +143,7 @@ impl AppState {
         let memory = self.engines.memory;
         self.analyse_until(cancel, move || {
             let _reservation = reservation;
-            memory(&upload.root)
+            limits::with_reserved(need, || memory(&upload.root))
         })
         .await
     }

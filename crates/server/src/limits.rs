@@ -139,6 +139,26 @@ impl Drop for CancelOnDrop {
 
 thread_local! {
     static CURRENT: RefCell<Option<Cancel>> = const { RefCell::new(None) };
+    static RESERVED: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Run `f` with `bytes` as the memory this thread's analysis reserved in the budget
+/// (see [`reserved_bytes`]).
+pub fn with_reserved<T>(bytes: u64, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<u64>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            RESERVED.with(|r| r.set(self.0));
+        }
+    }
+    let _restore = Restore(RESERVED.with(|r| r.replace(Some(bytes))));
+    f()
+}
+
+/// The memory the current request's analysis reserved, for an engine to hand its
+/// decoder as a hard limit (`oomdoc_memory::Limits::max_bytes`); `None` outside one.
+pub fn reserved_bytes() -> Option<u64> {
+    RESERVED.with(|r| r.get())
 }
 
 /// Whether the request this thread is working for has been cancelled (engines call
@@ -513,6 +533,8 @@ mod tests {
             assert!(cancelled());
         });
         assert!(!cancelled(), "the token is the thread's only inside run");
+        assert_eq!(with_reserved(42, reserved_bytes), Some(42));
+        assert_eq!(reserved_bytes(), None);
         let past = Cancel::new(Some(Instant::now()));
         assert!(past.is_cancelled(), "a passed deadline cancels");
         let mut r = CancelReader {
