@@ -27,6 +27,8 @@ pub struct Config {
     /// The SQLite file (created and migrated on start).
     pub db_path: PathBuf,
     pub limits: Limits,
+    /// Analysis memory budget, archive caps, connections, upload rate, temp dir.
+    pub resources: crate::limits::ResourceLimits,
     /// Whole-request deadline for ordinary requests (reading the body included).
     pub request_timeout: Duration,
     /// Deadline for dump uploads, which may be hundreds of MiB.
@@ -47,6 +49,7 @@ impl Default for Config {
             addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
             db_path: PathBuf::from("oomdoc.sqlite3"),
             limits: Limits::default(),
+            resources: crate::limits::ResourceLimits::default(),
             request_timeout: Duration::from_secs(30),
             upload_timeout: Duration::from_secs(300),
             workers: 2,

@@ -71,7 +71,9 @@ fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, EngineError> {
 /// `oomdoc diagnose --format json`. Invalid UTF-8 is the engine's business (it reads bytes).
 pub fn diagnose(log: &[u8], lang: Lang) -> Result<Value, EngineError> {
     let opts = oomdoc_diagnose::Options { lang, ..Default::default() };
-    let report = oomdoc_diagnose::diagnose_reader(log, &opts).map_err(|e| EngineError::BadInput(e.to_string()))?;
+    // The scan stops at its next read once the request is cancelled (timeout, client gone).
+    let reader = crate::limits::CancelReader { inner: log, cancel: crate::limits::current().unwrap_or_default() };
+    let report = oomdoc_diagnose::diagnose_reader(reader, &opts).map_err(|e| EngineError::BadInput(e.to_string()))?;
     to_value(&report)
 }
 
@@ -80,7 +82,20 @@ pub fn diagnose(log: &[u8], lang: Lang) -> Result<Value, EngineError> {
 pub fn memory(dump_dir: &Path) -> Result<MemoryReport, EngineError> {
     use oomdoc_memory::{load_dump, render, SourcePreference};
     let dump = load_dump(dump_dir).map_err(|e| EngineError::BadInput(e.to_string()))?;
-    let mut all = dump.analyze_all(SourcePreference::Auto);
+    // Module by module, so a cancelled request (timeout, client gone) stops between modules.
+    let mut all = oomdoc_memory::summary::AllModules { listing: Vec::new(), reports: Vec::new(), first_error: None };
+    for module in &dump.modules {
+        if crate::limits::cancelled() {
+            return Err(EngineError::BadInput("cancelled: the request ran past its time limit".into()));
+        }
+        let one = oomdoc_memory::Dump { root: dump.root.clone(), modules: vec![module.clone()] };
+        let part = one.analyze_all(SourcePreference::Auto);
+        all.listing.extend(part.listing);
+        all.reports.extend(part.reports);
+        if all.first_error.is_none() {
+            all.first_error = part.first_error;
+        }
+    }
     let listing = std::mem::take(&mut all.listing);
     let best = all.into_largest().map_err(|first_error| {
         EngineError::BadInput(first_error.map_or_else(|| "no XLA module found in the upload".to_string(), |e| e.to_string()))

@@ -28,6 +28,8 @@ pub enum AppError {
     TooLarge { what: &'static str, limit: usize },
     NotImplemented(String),
     Internal(String),
+    /// A resource limit (`crate::limits`): its own status, message and `Retry-After`.
+    Refused(crate::limits::Refusal),
 }
 
 /// Attached to error responses; the outer middleware turns it into the final
@@ -49,6 +51,7 @@ impl AppError {
             AppError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            AppError::Refused(r) => r.status,
         }
     }
 }
@@ -95,7 +98,12 @@ pub fn human_bytes(n: usize) -> String {
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = self.status();
+        let mut retry_after = None;
         let info = match self {
+            AppError::Refused(r) => {
+                retry_after = r.retry_after;
+                ErrorInfo { message: r.message, internal: None }
+            }
             AppError::TooLarge { what, limit } => ErrorInfo {
                 message: format!(
                     "{what} is larger than this server's limit of {}; ask the operator to raise it (oomdoc serve --help lists the limits)",
@@ -114,6 +122,9 @@ impl IntoResponse for AppError {
         };
         let mut resp = status.into_response();
         resp.extensions_mut().insert(info);
+        if let Some(s) = retry_after {
+            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(s));
+        }
         resp
     }
 }
@@ -191,6 +202,7 @@ pub async fn request_context(access_log: bool, mut req: Request, next: Next) -> 
 async fn finish_error(resp: Response, id: &str, method: &axum::http::Method, path: &str, lang: Lang) -> Response {
     let status = resp.status();
     let allow = resp.headers().get(header::ALLOW).cloned();
+    let retry_after = resp.headers().get(header::RETRY_AFTER).cloned();
     let info = resp.extensions().get::<ErrorInfo>().cloned();
     let message = match info {
         Some(ErrorInfo { message, internal }) => {
@@ -229,6 +241,9 @@ async fn finish_error(resp: Response, id: &str, method: &axum::http::Method, pat
     };
     if let Some(allow) = allow {
         out.headers_mut().insert(header::ALLOW, allow);
+    }
+    if let Some(retry_after) = retry_after {
+        out.headers_mut().insert(header::RETRY_AFTER, retry_after);
     }
     out.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     out

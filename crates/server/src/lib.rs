@@ -17,6 +17,8 @@ pub mod kb_query;
 pub mod retention;
 pub mod routes;
 pub mod stats;
+pub mod limits;
+pub mod tempdir;
 
 pub use config::{Config, Limits};
 pub use engines::Engines;
@@ -31,8 +33,6 @@ use tower::ServiceExt;
 /// The OpenAPI 3.1 description of `/api/v1`, served at `/api/v1/openapi.json`.
 pub const OPENAPI: &str = include_str!("openapi.json");
 
-/// How long a slow client may take to send its request headers.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long shutdown waits for requests in flight.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
@@ -42,7 +42,9 @@ pub struct AppState {
     pub engines: Engines,
     /// Analyses running at once: beyond a few per core they only queue and hold memory
     /// (a 16 MiB log each), so later requests wait here instead.
-    analysis_slots: tokio::sync::Semaphore,
+    analysis_slots: Arc<tokio::sync::Semaphore>,
+    /// Memory all dump analyses at once may use (`--analysis-memory-mib`).
+    pub budget: Arc<limits::MemoryBudget>,
 }
 
 impl AppState {
@@ -50,8 +52,12 @@ impl AppState {
         let db = Db::open(&config.db_path).map_err(|e| e.to_string())?;
         retention::sweep(&db, &config.log_store).map_err(|e| e.to_string())?;
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let analysis_slots = tokio::sync::Semaphore::new(2 * cores);
-        Ok(Arc::new(AppState { config, db, engines, analysis_slots }))
+        let analysis_slots = Arc::new(tokio::sync::Semaphore::new(2 * cores));
+        let budget = limits::MemoryBudget::new(config.resources.analysis_memory_bytes);
+        for dir in tempdir::remove_stale(&config.resources.temp_dir) {
+            eprintln!("oomdoc serve: removed {} left by a server that is gone", dir.display());
+        }
+        Ok(Arc::new(AppState { config, db, engines, analysis_slots, budget }))
     }
 
     /// Run SQLite work off the async workers (a commit waits for fsync).
@@ -68,8 +74,31 @@ impl AppState {
         self: &Arc<Self>,
         f: impl FnOnce() -> Result<T, engines::EngineError> + Send + 'static,
     ) -> Result<T, AppError> {
-        let _slot = self.analysis_slots.acquire().await.map_err(|e| AppError::Internal(e.to_string()))?;
-        Ok(tokio::task::spawn_blocking(f).await??)
+        let deadline = self.config.request_timeout.max(self.config.upload_timeout);
+        self.analyse_until(limits::Cancel::with_timeout(deadline), f).await
+    }
+
+    /// [`AppState::analyse`] under `cancel`: dropping this future (timeout, client gone)
+    /// cancels it, and the engine stops at its next check ([`limits::cancelled`]). The
+    /// slot is held until the engine really returns.
+    async fn analyse_until<T: Send + 'static>(
+        self: &Arc<Self>,
+        cancel: limits::Cancel,
+        f: impl FnOnce() -> Result<T, engines::EngineError> + Send + 'static,
+    ) -> Result<T, AppError> {
+        let _guard = cancel.guard();
+        let slot = self.analysis_slots.clone().acquire_owned().await.map_err(|e| AppError::Internal(e.to_string()))?;
+        let for_task = cancel.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            let _slot = slot;
+            for_task.run(f)
+        })
+        .await?;
+        match result {
+            // The engine stopped because the deadline passed: a timeout, not bad input.
+            Err(_) if cancel.is_cancelled() => Err(AppError::Refused(limits::Refusal::cancelled())),
+            r => Ok(r?),
+        }
     }
 
     /// Diagnose a log; keep it only when the user ticked the box.
@@ -113,9 +142,21 @@ impl AppState {
     }
 
     pub async fn memory_report(self: &Arc<Self>, req: axum::extract::Request) -> Result<engines::MemoryReport, AppError> {
-        let upload = routes::input::read_dump(req, self.config.limits.dump_bytes).await?;
+        let resources = &self.config.resources;
+        let cancel = limits::Cancel::with_timeout(self.config.upload_timeout);
+        let _guard = cancel.guard();
+        let opts = routes::input::DumpOptions::new(self.config.limits.dump_bytes, resources, cancel.clone());
+        let upload = routes::input::read_dump_with(req, &opts).await?;
+        // Weigh the analysis before starting it; the reservation and the upload's
+        // directory go with the engine and are released when it returns.
+        let need = upload.bytes.saturating_mul(resources.analysis_memory_factor);
+        let reservation = self.budget.try_reserve(need, "this dump").map_err(AppError::Refused)?;
         let memory = self.engines.memory;
-        self.analyse(move || memory(&upload.root)).await
+        self.analyse_until(cancel, move || {
+            let _reservation = reservation;
+            limits::with_reserved(need, || memory(&upload.root))
+        })
+        .await
     }
 
     pub async fn plan(self: &Arc<Self>, input: engines::PlanInput) -> Result<Value, AppError> {
@@ -135,7 +176,10 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let purger = retention::spawn(&state);
+    let resources = state.config.resources.clone();
     let app = routes::router(state);
+    let connections = Arc::new(tokio::sync::Semaphore::new(resources.max_connections.max(1)));
+    let refusers = Arc::new(tokio::sync::Semaphore::new(128));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -150,16 +194,26 @@ pub async fn run(
                         continue;
                     }
                 };
+                // Over the connection cap: a 503 and close, so slow clients cannot
+                // take every file descriptor.
+                let Ok(permit) = connections.clone().try_acquire_owned() else {
+                    limits::refuse_connection(stream, &refusers);
+                    continue;
+                };
                 let _ = stream.set_nodelay(true);
-                let service = hyper_util::service::TowerToHyperService::new(
-                    app.clone().map_request(|req: hyper::Request<hyper::body::Incoming>| req.map(axum::body::Body::new)),
-                );
+                let (rate, grace) = (resources.min_upload_bytes_per_sec, resources.min_upload_grace);
+                let service = hyper_util::service::TowerToHyperService::new(app.clone().map_request(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        req.map(|b| axum::body::Body::new(limits::MinRateBody::new(b, rate, grace)))
+                    },
+                ));
                 let conn = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
-                    .header_read_timeout(HEADER_READ_TIMEOUT)
+                    .header_read_timeout(limits::header_deadline(&resources, connections.available_permits()))
                     .serve_connection(TokioIo::new(stream), service);
                 let conn = graceful.watch(conn);
                 tokio::spawn(async move {
+                    let _permit = permit;
                     let _ = conn.await;
                 });
             }

@@ -33,6 +33,42 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 300)]
     pub upload_timeout: u64,
 
+    /// Memory all dump analyses running at once may use, in MiB. A dump is weighed as its
+    /// unpacked bytes times --analysis-memory-factor: one that can never fit gets 413, one
+    /// that does not fit now gets 503 with Retry-After.
+    #[arg(long, value_name = "MIB", default_value_t = 4096)]
+    pub analysis_memory_mib: u64,
+
+    /// Analysis memory assumed per byte of dump.
+    #[arg(long, value_name = "N", default_value_t = oomdoc_server::limits::DEFAULT_MEMORY_FACTOR)]
+    pub analysis_memory_factor: u64,
+
+    /// Most entries (files, directories, links) an uploaded archive may hold, and files per upload.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub max_archive_entries: usize,
+
+    /// Most directories an uploaded archive may create.
+    #[arg(long, value_name = "N", default_value_t = 1_000)]
+    pub max_archive_dirs: usize,
+
+    /// Most open connections; more are answered 503 and closed (keep it below `ulimit -n`).
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    pub max_connections: usize,
+
+    /// Time a client has to send its request headers (and to start its next request on a
+    /// kept-alive connection), in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub header_timeout: u64,
+
+    /// Minimum average upload rate in KiB/s, enforced after the first 10 seconds of a body (408 below it).
+    #[arg(long, value_name = "KIB", default_value_t = 8)]
+    pub min_upload_kib_per_sec: u64,
+
+    /// Directory for unpacked uploads (default: the system temp dir); stale
+    /// `oomdoc-dump-*` directories of dead servers are removed there at start.
+    #[arg(long, value_name = "DIR")]
+    pub temp_dir: Option<PathBuf>,
+
     /// Worker threads answering requests (analysis runs on a separate pool).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub workers: usize,
@@ -73,6 +109,17 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
             log_bytes: args.max_log_mib.saturating_mul(MIB),
             dump_bytes: args.max_dump_mib.saturating_mul(MIB),
             ..Limits::default()
+        },
+        resources: oomdoc_server::limits::ResourceLimits {
+            analysis_memory_bytes: args.analysis_memory_mib.saturating_mul(MIB as u64),
+            analysis_memory_factor: args.analysis_memory_factor,
+            archive_entries: args.max_archive_entries,
+            archive_dirs: args.max_archive_dirs,
+            max_connections: args.max_connections,
+            header_read_timeout: Duration::from_secs(args.header_timeout),
+            min_upload_bytes_per_sec: args.min_upload_kib_per_sec.saturating_mul(1024),
+            temp_dir: args.temp_dir.unwrap_or_else(std::env::temp_dir),
+            ..Default::default()
         },
         request_timeout: Duration::from_secs(args.timeout),
         upload_timeout: Duration::from_secs(args.upload_timeout),

@@ -31,6 +31,7 @@ pub fn router(state: Shared) -> Router {
         .route("/", get(pages::diagnose_form).post(pages::diagnose))
         .route("/api/v1/diagnose", post(api::diagnose))
         .layer(DefaultBodyLimit::max(limits.log_bytes))
+        .layer(from_fn_with_state(state.clone(), crate::limits::reserve_log_memory))
         .layer(from_fn_with_state(("the log", limits.log_bytes), enforce_body_limit))
         .layer(timeout.clone());
     let dumps = Router::new()
