@@ -9,7 +9,7 @@ use oomdoc_plan::triton::{self, TritonConfig, TritonDType, TritonVersion};
 use oomdoc_plan::{render, PlanError};
 use oomdoc_units::{format_bytes, DType};
 use serde::Serialize;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
 #[derive(Args)]
@@ -87,9 +87,13 @@ struct MatmulArgs {
     /// TPU search: every multiple of (8, 128, 128), not only divisors of M, N, K.
     #[arg(long)]
     exhaustive: bool,
-    /// How many ranked tiles to print.
+    /// How many ranked tiles to print (1 to 10000).
     #[arg(long, default_value_t = 8)]
     top: usize,
+    /// Most candidates a search may evaluate; a search with more is refused before it starts
+    /// (default 20,000,000: about 2–3 s of a release build).
+    #[arg(long, default_value_t = search::DEFAULT_MAX_CANDIDATES)]
+    max_candidates: u64,
     /// Triton release whose pipelining rules apply (2.1 keeps num_stages copies everywhere).
     #[arg(long, default_value = "3.9")]
     triton_version: String,
@@ -230,8 +234,30 @@ struct TpuMatmulReport<'a> {
     better_tile: Option<search::TpuCandidate>,
 }
 
+/// A `\r` progress line on stderr for searches of a million candidates or more, only when
+/// stderr is a terminal (never in pipes, logs or tests); cleared when the search ends.
+fn progress_line() -> impl FnMut(u64, u64) {
+    let tty = std::io::stderr().is_terminal();
+    move |done: u64, total: u64| {
+        if !tty || total < 1_000_000 {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        if done >= total {
+            let _ = write!(err, "\r{:60}\r", "");
+        } else {
+            let _ = write!(err, "\rsearching: {done}/{total} candidates ({:.0}%)", done as f64 * 100.0 / total as f64);
+        }
+        let _ = err.flush();
+    }
+}
+
 fn run_matmul(a: MatmulArgs, format: Format) -> Result<(), CliError> {
     let p = Matmul { m: positive("--m", a.m)?, n: positive("--n", a.n)?, k: positive("--k", a.k)? };
+    if a.top == 0 || a.top > 10_000 {
+        return Err(CliError::usage(format!("`--top`: {}: must be between 1 and 10000", a.top)));
+    }
+    let opts = search::SearchOptions { top: a.top, exhaustive: a.exhaustive, max_candidates: positive("--max-candidates", a.max_candidates)? };
     let tile = match (a.block_m, a.block_n, a.block_k) {
         (Some(m), Some(n), Some(k)) => Some((positive("--block-m", m)?, positive("--block-n", n)?, positive("--block-k", k)?)),
         (None, None, None) => None,
@@ -248,12 +274,16 @@ fn run_matmul(a: MatmulArgs, format: Format) -> Result<(), CliError> {
             (None, Some(d)) => d,
             (None, None) => return Err(CliError::usage(format!("`--target`: {} has no Pallas scoped-VMEM default; pass --vmem-limit-bytes", chip.name))),
         };
+        search::check_matmul(p, din.bits(), dout.bits()).map_err(usage)?;
         let t0 = Instant::now();
-        let found = search::search_tpu(chip, p, din, dout, limit, a.top.max(1), a.exhaustive);
+        let found = search::search_tpu(chip, p, din, dout, limit, opts, &mut progress_line()).map_err(usage)?;
         let secs = t0.elapsed().as_secs_f64();
         if a.search || tile.is_none() {
             return emit(format, &found, || {
                 let mut s = render::tpu_search(&found, din.xla_name());
+                for n in &found.notes {
+                    s.push_str(&format!("  {n}\n"));
+                }
                 s.push_str(&format!("searched {} candidates in {:.1} ms ({:.1} M candidates/s)\n", found.evaluated, secs * 1e3, found.evaluated as f64 / secs.max(1e-9) / 1e6));
                 s
             });
@@ -289,6 +319,7 @@ fn run_matmul(a: MatmulArgs, format: Format) -> Result<(), CliError> {
     };
     let dtype = TritonDType::parse(&a.dtype).ok_or_else(|| CliError::usage(format!("`--dtype`: `{}` is not a Triton dot type (fp16, bf16, fp32, fp8e4nv, fp8e5)", a.dtype)))?;
     let version = version_arg(&a.triton_version)?;
+    search::check_matmul(p, dtype.bytes() as u32 * 8, dtype.out_bytes() as u32 * 8).map_err(usage)?;
     match tile {
         Some((bm, bn, bk)) if !a.search => {
             let c = TritonConfig { block_m: bm, block_n: bn, block_k: bk, num_stages: a.num_stages, num_warps: a.num_warps };
@@ -297,7 +328,7 @@ fn run_matmul(a: MatmulArgs, format: Format) -> Result<(), CliError> {
         }
         _ => {
             let t0 = Instant::now();
-            let r = search::search_triton(arch, version, dtype, p, a.top.max(1)).map_err(usage)?;
+            let r = search::search_triton(arch, version, dtype, p, opts).map_err(usage)?;
             let secs = t0.elapsed().as_secs_f64();
             emit(format, &r, || {
                 let mut s = render::triton_search(&r);
