@@ -249,6 +249,10 @@ fn validate(raw: RawSpec) -> Result<PallasSpec, PlanError> {
             });
         }
     }
+    if operands.is_empty() {
+        // "0 bytes, fits" would be a silent non-answer: every pallas_call has an output.
+        return Err(PlanError::field("outputs", "the spec lists no operands; give at least the [[outputs]] of the pallas_call"));
+    }
     Ok(PallasSpec { chip, vmem_limit_bytes, grid, operands })
 }
 
@@ -631,6 +635,12 @@ block = [128, 128]
         let p6 = plan(&parse_spec(&KERAS.replace("v5e", "trillium")).unwrap()).unwrap();
         assert!(p6.fits);
         assert_eq!(p6.limit_bytes, 32 * MIB);
+    }
+
+    #[test]
+    fn a_spec_without_operands_is_an_error_not_zero_bytes() {
+        let e = parse_spec("chip = 'v5e'\ngrid = [2]\n").unwrap_err();
+        assert!(e.to_string().contains("no operands"), "{e}");
     }
 
     /// A vmem_limit_bytes above physical VMEM does not make a kernel fit that needs more

@@ -130,17 +130,23 @@ fn usage(e: PlanError) -> CliError {
     CliError::usage(e.to_string())
 }
 
+/// Read a spec or configs file (`-`: stdin). Past 16 MiB it is refused rather than cut: a
+/// real spec is a few KiB, and a truncated one would parse as something else or fail
+/// with a misleading syntax error.
 fn read_input(path: &str) -> Result<String, CliError> {
-    const MAX: u64 = 64 << 20;
-    let mut text = String::new();
+    const MAX: u64 = 16 << 20;
+    let mut bytes = Vec::new();
     let read = if path == "-" {
-        std::io::Read::read_to_string(&mut std::io::Read::take(std::io::stdin(), MAX), &mut text)
+        std::io::Read::read_to_end(&mut std::io::Read::take(std::io::stdin(), MAX + 1), &mut bytes)
     } else {
         let f = std::fs::File::open(path).map_err(|e| CliError::usage(format!("cannot read {path}: {e}")))?;
-        std::io::Read::read_to_string(&mut std::io::Read::take(f, MAX), &mut text)
+        std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX + 1), &mut bytes)
     };
     read.map_err(|e| CliError::usage(format!("cannot read {path}: {e}")))?;
-    Ok(text)
+    if bytes.len() as u64 > MAX {
+        return Err(CliError::usage(format!("{path}: larger than 16 MiB; a spec or configs file is a few KiB")));
+    }
+    String::from_utf8(bytes).map_err(|e| CliError::usage(format!("cannot read {path}: not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to())))
 }
 
 fn emit<T: Serialize>(format: Format, value: &T, text: impl FnOnce() -> String) -> Result<(), CliError> {
