@@ -141,6 +141,8 @@ fn plan_arguments_zero_negative_nan_huge_empty() {
         (mm(&["--dtype", ""]), "--dtype"),
         (mm(&["--dtype", "float128"]), "float128"),
         (mm(&["--out-dtype", "token"]), "--out-dtype"),
+        (mm(&["--dtype", "float64"]), "64-bit"),
+        (mm(&["--out-dtype", "complex128"]), "64-bit"),
         (mm(&["--top", "0"]), "--top"),
         (mm(&["--top", U64_MAX]), "--top"),
         (mm(&["--max-candidates", "0"]), "--max-candidates"),

@@ -186,10 +186,7 @@ fn run_pallas(a: PallasArgs, format: Format) -> Result<(), CliError> {
 }
 
 fn dtype_arg(field: &str, s: &str) -> Result<DType, CliError> {
-    match DType::from_name(s) {
-        Some(DType::Token) | None => Err(CliError::usage(format!("`{field}`: unknown dtype `{s}` (try float32, bfloat16, float16, int8)"))),
-        Some(d) => Ok(d),
-    }
+    pallas::dtype(field, s).map_err(usage)
 }
 
 fn version_arg(s: &str) -> Result<TritonVersion, CliError> {
