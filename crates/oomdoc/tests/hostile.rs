@@ -255,6 +255,24 @@ fn no_progress_output_when_stderr_is_not_a_tty() {
     assert!(r.stderr.is_empty(), "stderr: {:?}", r.stderr);
 }
 
+/// On a terminal (a pty from util-linux `script`, when present) the progress line is drawn on
+/// stderr and cleared at the end.
+#[cfg(target_os = "linux")]
+#[test]
+fn progress_is_drawn_on_a_tty_and_cleared() {
+    if Command::new("script").arg("--version").output().is_err() {
+        return eprintln!("skipped: no `script` to make a pty");
+    }
+    let cmd = format!(
+        "{} plan matmul --target v5e --m 4096 --n 4096 --k 8192 --search --exhaustive --top 1 >/dev/null",
+        env!("CARGO_BIN_EXE_oomdoc")
+    );
+    let o = Command::new("script").args(["-qec", &cmd, "/dev/null"]).stdin(Stdio::null()).output().unwrap();
+    let tty = String::from_utf8_lossy(&o.stdout);
+    assert!(tty.contains("\rsearching: 65536/1048576 candidates (6%)"), "{tty:?}");
+    assert!(tty.contains(&format!("\r{}\r", " ".repeat(60))), "the line is cleared: {tty:?}");
+}
+
 /// A limit above physical VMEM does not let tiles "fit" that cannot.
 #[test]
 fn matmul_search_limit_above_physical_vmem_is_capped() {
