@@ -238,6 +238,11 @@ fn exhaustive_search_is_bounded_by_the_candidate_budget() {
     assert!(t0.elapsed() < Duration::from_secs(20), "refused only after {:?}", t0.elapsed());
     usage_error(&["plan", "matmul", "--target", "v5e", "--m", "1024", "--n", "1024", "--k", "1024", "--exhaustive", "--max-candidates", "8191"], "8192 candidates");
     usage_error(&["plan", "matmul", "--target", "sm_90", "--m", "1024", "--n", "1024", "--k", "1024", "--max-candidates", "100"], "1500 candidates");
+    // Costing one tile still works past the budget (the better-tile suggestion is left out).
+    let r = run(&["plan", "matmul", "--target", "v5e", "--m", &d, "--n", &d, "--k", &d, "--exhaustive", "--block-m", "512", "--block-n", "512", "--block-k", "512", "--format", "json"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert!(v["better_tile"].is_null() && v["hbm_bytes"].as_u64().unwrap() > 0, "{v}");
     let r = run(&["plan", "matmul", "--target", "v5e", "--m", "1024", "--n", "1024", "--k", "1024", "--exhaustive", "--max-candidates", "8192", "--format", "json"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();

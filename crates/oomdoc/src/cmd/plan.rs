@@ -279,9 +279,10 @@ fn run_matmul(a: MatmulArgs, format: Format) -> Result<(), CliError> {
         };
         search::check_matmul(p, din.bits(), dout.bits()).map_err(usage)?;
         let t0 = Instant::now();
-        let found = search::search_tpu(chip, p, din, dout, limit, opts, &mut progress_line()).map_err(usage)?;
+        let searched = search::search_tpu(chip, p, din, dout, limit, opts, &mut progress_line()).map_err(usage);
         let secs = t0.elapsed().as_secs_f64();
         if a.search || tile.is_none() {
+            let found = searched?;
             return emit(format, &found, || {
                 let mut s = render::tpu_search(&found, din.xla_name());
                 for n in &found.notes {
@@ -295,7 +296,9 @@ fn run_matmul(a: MatmulArgs, format: Format) -> Result<(), CliError> {
         let spec = matmul_spec(chip, p, din, dout, t, a.vmem_limit_bytes);
         let plan = pallas::plan(&spec).map_err(usage)?;
         let this = search::tpu_tile(chip, p, din.bits(), dout.bits(), t.0, t.1, t.2);
-        let better = found.top.first().copied().filter(|b| this.is_none_or(|x| b.hbm_bytes < x.hbm_bytes || !plan.fits));
+        // Costing one tile does not need the search: past the budget there is just no
+        // `better_tile` suggestion.
+        let better = searched.ok().and_then(|f| f.top.first().copied()).filter(|b| this.is_none_or(|x| b.hbm_bytes < x.hbm_bytes || !plan.fits));
         let report = TpuMatmulReport { plan: &plan, hbm_bytes: this.map(|x| x.hbm_bytes), better_tile: better };
         return emit(format, &report, || {
             let mut s = render::pallas(&plan);
