@@ -135,11 +135,19 @@ fn dims(field: &str, v: &[i64]) -> Result<Vec<u64>, PlanError> {
     v.iter().enumerate().map(|(i, &d)| positive(&format!("{field}[{i}]"), d)).collect()
 }
 
-fn dtype(field: &str, s: &str) -> Result<DType, PlanError> {
+/// An element type a TPU kernel can hold. 64-bit (and wider) elements are refused: TPUs have
+/// no 64-bit vector types and Pallas TPU rejects them (jax-ml/jax#23988: "int64 is not
+/// supported on Pallas TPU"), so sizing such a buffer would be a plan for a kernel that
+/// cannot compile.
+pub fn dtype(field: &str, s: &str) -> Result<DType, PlanError> {
     match DType::from_name(s) {
         Some(DType::Token) | None => Err(PlanError::field(
             field,
             format!("unknown dtype `{}` (try float32, bfloat16, float16, int8, int32, float8_e4m3fn)", s.chars().take(40).collect::<String>()),
+        )),
+        Some(d) if d.bits() > 32 => Err(PlanError::field(
+            field,
+            format!("{}: TPU kernels have no 64-bit element types (Pallas TPU rejects them); use a 32-bit or narrower type", d.xla_name()),
         )),
         Some(d) => Ok(d),
     }
@@ -248,6 +256,10 @@ fn validate(raw: RawSpec) -> Result<PallasSpec, PlanError> {
                 space: sp,
             });
         }
+    }
+    if operands.is_empty() {
+        // "0 bytes, fits" would be a silent non-answer: every pallas_call has an output.
+        return Err(PlanError::field("outputs", "the spec lists no operands; give at least the [[outputs]] of the pallas_call"));
     }
     Ok(PallasSpec { chip, vmem_limit_bytes, grid, operands })
 }
@@ -631,6 +643,21 @@ block = [128, 128]
         let p6 = plan(&parse_spec(&KERAS.replace("v5e", "trillium")).unwrap()).unwrap();
         assert!(p6.fits);
         assert_eq!(p6.limit_bytes, 32 * MIB);
+    }
+
+    #[test]
+    fn sixty_four_bit_elements_are_refused() {
+        for t in ["float64", "int64", "uint64", "complex128"] {
+            let e = parse_spec(&format!("chip = 'v5e'\n[[outputs]]\nshape = [8, 128]\ndtype = '{t}'\n")).unwrap_err();
+            assert!(e.to_string().contains("64-bit"), "{t}: {e}");
+        }
+        assert!(parse_spec("chip = 'v5e'\n[[outputs]]\nshape = [8, 128]\ndtype = 'int32'\n").is_ok());
+    }
+
+    #[test]
+    fn a_spec_without_operands_is_an_error_not_zero_bytes() {
+        let e = parse_spec("chip = 'v5e'\ngrid = [2]\n").unwrap_err();
+        assert!(e.to_string().contains("no operands"), "{e}");
     }
 
     /// A vmem_limit_bytes above physical VMEM does not make a kernel fit that needs more

@@ -417,6 +417,9 @@ enum RawConfig {
 /// Parse a JSON list of autotune configs.
 pub fn parse_configs(text: &str) -> Result<Vec<TritonConfig>, PlanError> {
     let raws: Vec<RawConfig> = serde_json::from_str(text).map_err(|e| PlanError::Syntax(format!("--configs: {e}")))?;
+    if raws.is_empty() {
+        return Err(PlanError::field("--configs", "the list is empty; give at least one config"));
+    }
     raws.into_iter()
         .enumerate()
         .map(|(i, r)| {
@@ -584,6 +587,7 @@ mod tests {
         assert!(!v[0].fits && v[1].fits && v[2].fits);
         assert!(parse_configs(r#"[{"BLOCK_M":-1}]"#).is_err());
         assert!(parse_configs("{").is_err());
+        assert!(parse_configs("[]").unwrap_err().to_string().contains("empty"));
     }
 
     #[test]

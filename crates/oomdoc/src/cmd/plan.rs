@@ -9,7 +9,7 @@ use oomdoc_plan::triton::{self, TritonConfig, TritonDType, TritonVersion};
 use oomdoc_plan::{render, PlanError};
 use oomdoc_units::{format_bytes, DType};
 use serde::Serialize;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
 #[derive(Args)]
@@ -87,9 +87,13 @@ struct MatmulArgs {
     /// TPU search: every multiple of (8, 128, 128), not only divisors of M, N, K.
     #[arg(long)]
     exhaustive: bool,
-    /// How many ranked tiles to print.
+    /// How many ranked tiles to print (1 to 10000).
     #[arg(long, default_value_t = 8)]
     top: usize,
+    /// Most candidates a search may evaluate; a search with more is refused before it starts
+    /// (default 20,000,000: about 2–3 s of a release build).
+    #[arg(long, default_value_t = search::DEFAULT_MAX_CANDIDATES)]
+    max_candidates: u64,
     /// Triton release whose pipelining rules apply (2.1 keeps num_stages copies everywhere).
     #[arg(long, default_value = "3.9")]
     triton_version: String,
@@ -126,17 +130,23 @@ fn usage(e: PlanError) -> CliError {
     CliError::usage(e.to_string())
 }
 
+/// Read a spec or configs file (`-`: stdin). Past 16 MiB it is refused rather than cut: a
+/// real spec is a few KiB, and a truncated one would parse as something else or fail
+/// with a misleading syntax error.
 fn read_input(path: &str) -> Result<String, CliError> {
-    const MAX: u64 = 64 << 20;
-    let mut text = String::new();
+    const MAX: u64 = 16 << 20;
+    let mut bytes = Vec::new();
     let read = if path == "-" {
-        std::io::Read::read_to_string(&mut std::io::Read::take(std::io::stdin(), MAX), &mut text)
+        std::io::Read::read_to_end(&mut std::io::Read::take(std::io::stdin(), MAX + 1), &mut bytes)
     } else {
         let f = std::fs::File::open(path).map_err(|e| CliError::usage(format!("cannot read {path}: {e}")))?;
-        std::io::Read::read_to_string(&mut std::io::Read::take(f, MAX), &mut text)
+        std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX + 1), &mut bytes)
     };
     read.map_err(|e| CliError::usage(format!("cannot read {path}: {e}")))?;
-    Ok(text)
+    if bytes.len() as u64 > MAX {
+        return Err(CliError::usage(format!("{path}: larger than 16 MiB; a spec or configs file is a few KiB")));
+    }
+    String::from_utf8(bytes).map_err(|e| CliError::usage(format!("cannot read {path}: not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to())))
 }
 
 fn emit<T: Serialize>(format: Format, value: &T, text: impl FnOnce() -> String) -> Result<(), CliError> {
@@ -176,10 +186,7 @@ fn run_pallas(a: PallasArgs, format: Format) -> Result<(), CliError> {
 }
 
 fn dtype_arg(field: &str, s: &str) -> Result<DType, CliError> {
-    match DType::from_name(s) {
-        Some(DType::Token) | None => Err(CliError::usage(format!("`{field}`: unknown dtype `{s}` (try float32, bfloat16, float16, int8)"))),
-        Some(d) => Ok(d),
-    }
+    pallas::dtype(field, s).map_err(usage)
 }
 
 fn version_arg(s: &str) -> Result<TritonVersion, CliError> {
@@ -230,8 +237,30 @@ struct TpuMatmulReport<'a> {
     better_tile: Option<search::TpuCandidate>,
 }
 
+/// A `\r` progress line on stderr for searches of a million candidates or more, only when
+/// stderr is a terminal (never in pipes, logs or tests); cleared when the search ends.
+fn progress_line() -> impl FnMut(u64, u64) {
+    let tty = std::io::stderr().is_terminal();
+    move |done: u64, total: u64| {
+        if !tty || total < 1_000_000 {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        if done >= total {
+            let _ = write!(err, "\r{:60}\r", "");
+        } else {
+            let _ = write!(err, "\rsearching: {done}/{total} candidates ({:.0}%)", done as f64 * 100.0 / total as f64);
+        }
+        let _ = err.flush();
+    }
+}
+
 fn run_matmul(a: MatmulArgs, format: Format) -> Result<(), CliError> {
     let p = Matmul { m: positive("--m", a.m)?, n: positive("--n", a.n)?, k: positive("--k", a.k)? };
+    if a.top == 0 || a.top > 10_000 {
+        return Err(CliError::usage(format!("`--top`: {}: must be between 1 and 10000", a.top)));
+    }
+    let opts = search::SearchOptions { top: a.top, exhaustive: a.exhaustive, max_candidates: positive("--max-candidates", a.max_candidates)? };
     let tile = match (a.block_m, a.block_n, a.block_k) {
         (Some(m), Some(n), Some(k)) => Some((positive("--block-m", m)?, positive("--block-n", n)?, positive("--block-k", k)?)),
         (None, None, None) => None,
@@ -248,12 +277,17 @@ fn run_matmul(a: MatmulArgs, format: Format) -> Result<(), CliError> {
             (None, Some(d)) => d,
             (None, None) => return Err(CliError::usage(format!("`--target`: {} has no Pallas scoped-VMEM default; pass --vmem-limit-bytes", chip.name))),
         };
+        search::check_matmul(p, din.bits(), dout.bits()).map_err(usage)?;
         let t0 = Instant::now();
-        let found = search::search_tpu(chip, p, din, dout, limit, a.top.max(1), a.exhaustive);
+        let searched = search::search_tpu(chip, p, din, dout, limit, opts, &mut progress_line()).map_err(usage);
         let secs = t0.elapsed().as_secs_f64();
         if a.search || tile.is_none() {
+            let found = searched?;
             return emit(format, &found, || {
                 let mut s = render::tpu_search(&found, din.xla_name());
+                for n in &found.notes {
+                    s.push_str(&format!("  {n}\n"));
+                }
                 s.push_str(&format!("searched {} candidates in {:.1} ms ({:.1} M candidates/s)\n", found.evaluated, secs * 1e3, found.evaluated as f64 / secs.max(1e-9) / 1e6));
                 s
             });
@@ -262,7 +296,9 @@ fn run_matmul(a: MatmulArgs, format: Format) -> Result<(), CliError> {
         let spec = matmul_spec(chip, p, din, dout, t, a.vmem_limit_bytes);
         let plan = pallas::plan(&spec).map_err(usage)?;
         let this = search::tpu_tile(chip, p, din.bits(), dout.bits(), t.0, t.1, t.2);
-        let better = found.top.first().copied().filter(|b| this.is_none_or(|x| b.hbm_bytes < x.hbm_bytes || !plan.fits));
+        // Costing one tile does not need the search: past the budget there is just no
+        // `better_tile` suggestion.
+        let better = searched.ok().and_then(|f| f.top.first().copied()).filter(|b| this.is_none_or(|x| b.hbm_bytes < x.hbm_bytes || !plan.fits));
         let report = TpuMatmulReport { plan: &plan, hbm_bytes: this.map(|x| x.hbm_bytes), better_tile: better };
         return emit(format, &report, || {
             let mut s = render::pallas(&plan);
@@ -289,6 +325,7 @@ fn run_matmul(a: MatmulArgs, format: Format) -> Result<(), CliError> {
     };
     let dtype = TritonDType::parse(&a.dtype).ok_or_else(|| CliError::usage(format!("`--dtype`: `{}` is not a Triton dot type (fp16, bf16, fp32, fp8e4nv, fp8e5)", a.dtype)))?;
     let version = version_arg(&a.triton_version)?;
+    search::check_matmul(p, dtype.bytes() as u32 * 8, dtype.out_bytes() as u32 * 8).map_err(usage)?;
     match tile {
         Some((bm, bn, bk)) if !a.search => {
             let c = TritonConfig { block_m: bm, block_n: bn, block_k: bk, num_stages: a.num_stages, num_warps: a.num_warps };
@@ -297,7 +334,7 @@ fn run_matmul(a: MatmulArgs, format: Format) -> Result<(), CliError> {
         }
         _ => {
             let t0 = Instant::now();
-            let r = search::search_triton(arch, version, dtype, p, a.top.max(1)).map_err(usage)?;
+            let r = search::search_triton(arch, version, dtype, p, opts).map_err(usage)?;
             let secs = t0.elapsed().as_secs_f64();
             emit(format, &r, || {
                 let mut s = render::triton_search(&r);
