@@ -119,9 +119,10 @@ impl Collector {
             }
         }
         let flat = normalize::flatten(&lines);
+        let times = multi::BlockTimes::of(&raw.lines);
         for hit in recognize::recognize_all(&flat) {
             let mut finding = build(&hit, &flat);
-            finding.time = multi::time_before(&raw.lines, finding.line);
+            finding.time = times.before(finding.line);
             let key = fingerprint(&finding);
             let fatal = is_fatal(&finding);
             let room = if fatal { self.fatal < MAX_FATAL } else { self.pending.len() - self.fatal < MAX_WARNINGS };

@@ -77,23 +77,35 @@ pub fn merge_reports(logs: Vec<(String, Report)>) -> Report {
     out
 }
 
-/// The date and time the message at `line` was logged: from that line, or the nearest
-/// line before it in the block that carries one (`2019-06-08 03:44:36.084180`, ISO 8601,
-/// Python logging's `2024-01-01 12:00:00,123`).
-pub(crate) fn time_before(lines: &[(u64, Vec<u8>)], line: u64) -> Option<String> {
-    static RE: std::sync::OnceLock<regex::bytes::Regex> = std::sync::OnceLock::new();
-    let re = RE.get_or_init(|| {
-        regex::bytes::Regex::new(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?").expect("time regex")
-    });
-    for (_, l) in lines.iter().rev().filter(|(n, _)| *n <= line) {
-        let head = &l[..l.len().min(160)];
-        if let Some(c) = re.captures(head) {
-            let g = |i: usize| c.get(i).map_or("", |m| std::str::from_utf8(m.as_bytes()).unwrap_or(""));
-            let frac = format!("{:0<9}", g(7));
-            return Some(format!("{}-{}-{}T{}:{}:{}.{}", g(1), g(2), g(3), g(4), g(5), g(6), frac));
-        }
+/// The dates and times a block's lines carry (`2019-06-08 03:44:36.084180`, ISO 8601,
+/// Python logging's `2024-01-01 12:00:00,123`), read once per block: a block with
+/// thousands of findings looks each one up, never re-reading the lines before it.
+pub(crate) struct BlockTimes(Vec<(u64, String)>);
+
+impl BlockTimes {
+    pub(crate) fn of(lines: &[(u64, Vec<u8>)]) -> BlockTimes {
+        static RE: std::sync::OnceLock<regex::bytes::Regex> = std::sync::OnceLock::new();
+        let re = RE.get_or_init(|| {
+            regex::bytes::Regex::new(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?").expect("time regex")
+        });
+        let times = lines
+            .iter()
+            .filter_map(|(n, l)| {
+                let c = re.captures(&l[..l.len().min(160)])?;
+                let g = |i: usize| c.get(i).map_or("", |m| std::str::from_utf8(m.as_bytes()).unwrap_or(""));
+                let frac = format!("{:0<9}", g(7));
+                Some((*n, format!("{}-{}-{}T{}:{}:{}.{}", g(1), g(2), g(3), g(4), g(5), g(6), frac)))
+            })
+            .collect();
+        BlockTimes(times)
     }
-    None
+
+    /// When the message at `line` was logged: from that line, or the nearest line before
+    /// it that carries a time.
+    pub(crate) fn before(&self, line: u64) -> Option<String> {
+        let i = self.0.partition_point(|(n, _)| *n <= line);
+        i.checked_sub(1).map(|i| self.0[i].1.clone())
+    }
 }
 
 /// A finding for knowledge-base entry `id` from evidence oomdoc observed itself, not a

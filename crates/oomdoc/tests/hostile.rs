@@ -457,7 +457,6 @@ fn diagnose_truncated_zstd_keeps_the_text_before_the_cut() {
 
 /// Many copies of one failure in one block: linear time, one finding with its count.
 #[test]
-#[ignore = "quadratic: crates/diagnose/src/multi.rs time_before rescans every earlier line of the block (with a regex) for each finding; 5,000 lines take 18 s in a debug build (owner: diagnose)"]
 fn diagnose_many_repeated_failures_in_one_block_is_linear() {
     let d = dir("diag-repeat");
     let one = oom_message();
