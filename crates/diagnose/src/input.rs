@@ -150,10 +150,7 @@ pub fn decode<'a, R: Read + 'a>(mut inner: R) -> io::Result<Decoded<'a>> {
     let mut text: Box<dyn Read + 'a> = match compression {
         Compression::None => Box::new(raw),
         Compression::Gzip => Box::new(Lenient::new(flate2::read::MultiGzDecoder::new(raw), "gzip", notes.clone())),
-        Compression::Zstd => match ruzstd::decoding::StreamingDecoder::new(raw) {
-            Ok(d) => Box::new(Lenient::new(d, "zstd", notes.clone())),
-            Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, format!("not a readable zstd stream: {e}"))),
-        },
+        Compression::Zstd => Box::new(Lenient::new(crate::zstd_frames::ZstdReader::new(raw), "zstd", notes.clone())),
         Compression::Xz => Box::new(Lenient::new(lzma_rust2::XzReader::new(raw, true), "xz", notes.clone())),
         Compression::Bzip2 => Box::new(Lenient::new(bzip2::read::MultiBzDecoder::new(raw), "bzip2", notes.clone())),
     };

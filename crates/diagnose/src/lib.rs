@@ -29,6 +29,7 @@ pub mod normalize;
 pub mod recognize;
 pub mod render;
 pub mod scan;
+mod zstd_frames;
 
 pub use finding::*;
 pub use multi::{evidence_finding, merge_reports};

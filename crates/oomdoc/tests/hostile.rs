@@ -446,7 +446,6 @@ fn diagnose_truncated_zstd_says_it_breaks_off() {
 /// A zstd log cut after a complete block (a log still being written, a partial copy): the
 /// text of the complete blocks is readable (`zstd -dc` prints it) and holds the failure.
 #[test]
-#[ignore = "silent loss: the zstd reader in crates/diagnose (input.rs, ruzstd) only hands out text beyond the frame's window until the frame ends, so a truncated .zst loses its last window (up to the window size, 1 MiB here; the end of the log, where the OOM is); it says 'breaks off after 0 bytes'. Owner: diagnose input"]
 fn diagnose_truncated_zstd_keeps_the_text_before_the_cut() {
     let d = dir("diag-zstd-block");
     let zst = zstd_frame_without_its_last_block(oom_message().as_bytes(), 0);
