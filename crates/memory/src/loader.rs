@@ -2,9 +2,8 @@
 
 use crate::error::MemoryError;
 use crate::model::{unpadded_size, Allocation, Buffer, LabelSource, Liveness, ModuleData};
-use crate::proto::hlo::{decode_hlo_proto, decode_instruction_at, EventKind, HeapEvent, ProtoInstruction};
+use crate::proto::hlo::{decode_hlo_proto_limited, decode_instruction, for_each_instruction, Budget, DecodeError, EventKind, HeapEvent, ProtoLogicalBuffer, ProtoShape};
 use crate::text::{buffer_assignment, live_range, live_range_key};
-use std::collections::HashMap;
 use std::path::Path;
 
 /// From `-buffer-assignment.txt` + `-live-range.txt` (values file and HLO text only for labels).
@@ -125,6 +124,7 @@ pub fn from_text(
         labels: LabelSource::Text { values_file, hlo_text: hlo_text.map(Path::to_path_buf) },
         sources,
         other_traces: Vec::new(),
+        event_names: Vec::new(),
     })
 }
 
@@ -140,34 +140,191 @@ pub(crate) fn check_total(path: &Path, total: u64, allocations: &[Allocation]) -
     Ok(())
 }
 
+/// Decoded memory of a proto load never exceeds this many bytes per input byte (the
+/// input itself, which stays in memory for labels, included), plus [`DECODE_SLACK_BYTES`]:
+/// every byte kept is charged before it is allocated, and a load that would pass the
+/// bound ends with [`MemoryError::TooLarge`]. Real dumps need 1–6 (a million-value
+/// synthetic module, the densest case measured, about 4.5; see `docs/memory.md`).
+pub const MAX_BYTES_PER_INPUT_BYTE: u64 = 8;
+
+/// The constant part of the bound: names, tables and the like of tiny inputs.
+pub const DECODE_SLACK_BYTES: u64 = 16 << 20;
+
+/// Caller's limits for one load, on top of [`MAX_BYTES_PER_INPUT_BYTE`] (which always
+/// applies). Exceeding either gives [`MemoryError::TooLarge`] (the server answers 413).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Most bytes the decoded module may take.
+    pub max_bytes: Option<u64>,
+    /// Most records (logical buffers, assigned values, heap events, instruction names).
+    pub max_records: Option<u64>,
+}
+
+impl Limits {
+    /// The budget of a load whose input is `input_len` bytes.
+    pub fn budget_for(&self, input_len: u64) -> Budget {
+        let bound = MAX_BYTES_PER_INPUT_BYTE.saturating_mul(input_len).saturating_add(DECODE_SLACK_BYTES);
+        Budget::new(self.max_bytes.map_or(bound, |m| m.min(bound)), self.max_records.unwrap_or(u64::MAX))
+    }
+}
+
+/// An input of `len` bytes that alone passes `limits` is refused before it is read.
+pub fn check_input_size(path: &Path, len: u64, limits: &Limits) -> Result<(), MemoryError> {
+    match limits.max_bytes {
+        Some(max) if len > max => Err(MemoryError::TooLarge { path: path.to_path_buf(), what: "the HloProto".into(), limit: max, needed: len, records: false }),
+        _ => Ok(()),
+    }
+}
+
+fn too_large(path: &Path, e: DecodeError) -> MemoryError {
+    match e {
+        DecodeError::Wire(e) => MemoryError::proto(path, format!("byte {}: {} (is this an xla.HloProto from --xla_dump_hlo_as_proto?)", e.offset, e.message)),
+        DecodeError::TooLarge { what, limit, needed, records } => MemoryError::TooLarge { path: path.to_path_buf(), what: what.to_string(), limit, needed, records },
+    }
+}
+
 /// From an `xla.HloProto` (`*.hlo.pb`, `*.hlo_proto.pb`).
 pub fn from_proto(path: &Path, fallback_name: &str, program_id: Option<u64>) -> Result<ModuleData, MemoryError> {
+    from_proto_limited(path, fallback_name, program_id, &Limits::default())
+}
+
+/// [`from_proto`] within `limits`.
+pub fn from_proto_limited(path: &Path, fallback_name: &str, program_id: Option<u64>, limits: &Limits) -> Result<ModuleData, MemoryError> {
+    let len = std::fs::metadata(path).map_err(|e| MemoryError::io(path, e))?.len();
+    check_input_size(path, len, limits)?;
     let bytes = std::fs::read(path).map_err(|e| MemoryError::io(path, e))?;
-    from_proto_bytes(bytes, path, fallback_name, program_id)
+    from_proto_bytes_limited(bytes, path, fallback_name, program_id, limits)
 }
 
 /// From the bytes of an `xla.HloProto` (e.g. one read out of a profile's XSpace);
 /// `path` names where they came from in messages.
 pub fn from_proto_bytes(bytes: Vec<u8>, path: &Path, fallback_name: &str, program_id: Option<u64>) -> Result<ModuleData, MemoryError> {
-    let wire_error = |e: crate::proto::wire::WireError| MemoryError::proto(path, format!("byte {}: {} (is this an xla.HloProto from --xla_dump_hlo_as_proto?)", e.offset, e.message));
-    let proto = decode_hlo_proto(&bytes).map_err(wire_error)?;
-    // Decode only the instructions that define buffers, once each.
-    let mut instructions: HashMap<u64, ProtoInstruction> = HashMap::new();
-    for lb in proto.logical_buffers.values() {
-        if let std::collections::hash_map::Entry::Vacant(slot) = instructions.entry(lb.instruction_id) {
-            if let Some(&span) = proto.instruction_spans.get(&lb.instruction_id) {
-                slot.insert(decode_instruction_at(&bytes, span).map_err(wire_error)?);
+    from_proto_bytes_limited(bytes, path, fallback_name, program_id, &Limits::default())
+}
+
+const NONE: u32 = u32::MAX;
+
+/// Logical buffer id → position: a dense table when ids are dense (XLA numbers them
+/// from 0), else a sorted list.
+enum IdIndex {
+    Dense(Vec<u32>),
+    Sorted(Vec<(u64, u32)>),
+}
+
+impl IdIndex {
+    fn build(ids: &[ProtoLogicalBuffer], budget: &mut Budget) -> Result<Result<IdIndex, u64>, DecodeError> {
+        let n = ids.len() as u64;
+        let max = ids.iter().map(|lb| lb.id).max().unwrap_or(0);
+        if max < n.saturating_mul(2).saturating_add(1024) {
+            budget.charge(4 * (max + 1), "the logical-buffer index")?;
+            let mut v = vec![NONE; max as usize + 1];
+            for (i, lb) in ids.iter().enumerate() {
+                let slot = &mut v[lb.id as usize];
+                if *slot != NONE {
+                    return Ok(Err(lb.id));
+                }
+                *slot = i as u32;
             }
+            Ok(Ok(IdIndex::Dense(v)))
+        } else {
+            budget.charge(16 * n, "the logical-buffer index")?;
+            let mut v: Vec<(u64, u32)> = ids.iter().enumerate().map(|(i, lb)| (lb.id, i as u32)).collect();
+            v.sort_unstable();
+            if let Some(w) = v.windows(2).find(|w| w[0].0 == w[1].0) {
+                return Ok(Err(w[0].0));
+            }
+            Ok(Ok(IdIndex::Sorted(v)))
         }
     }
-    drop(bytes);
-    let name = if proto.module_name.is_empty() { fallback_name.to_string() } else { proto.module_name.clone() };
-    let program_id = program_id.or(proto.module_id);
+    fn get(&self, id: u64) -> Option<usize> {
+        match self {
+            IdIndex::Dense(v) => usize::try_from(id).ok().and_then(|i| v.get(i)).filter(|&&p| p != NONE).map(|&p| p as usize),
+            IdIndex::Sorted(v) => v.binary_search_by_key(&id, |x| x.0).ok().map(|i| v[i].1 as usize),
+        }
+    }
+}
 
+/// What a logical buffer's defining instruction says about it.
+#[derive(Default)]
+struct LbInfo {
+    /// The instruction's name; `None` when the module has no instruction with its id.
+    name: Option<String>,
+    shape: String,
+    tuple: bool,
+}
+
+/// [`from_proto_bytes`] within `limits`.
+pub fn from_proto_bytes_limited(bytes: Vec<u8>, path: &Path, fallback_name: &str, program_id: Option<u64>, limits: &Limits) -> Result<ModuleData, MemoryError> {
+    let tl = |e: DecodeError| too_large(path, e);
+    let mut budget = limits.budget_for(bytes.len() as u64);
+    budget.charge(bytes.len() as u64, "the HloProto").map_err(tl)?;
+    let mut proto = decode_hlo_proto_limited(&bytes, &mut budget).map_err(tl)?;
+    let lbs = std::mem::take(&mut proto.logical_buffers);
+    let index = match IdIndex::build(&lbs, &mut budget).map_err(tl)? {
+        Ok(index) => index,
+        Err(id) => return Err(MemoryError::inconsistent(path, None, format!("logical buffer {id} is defined twice"))),
+    };
+
+    // One walk over the module's instructions: name and shape of those that define a
+    // logical buffer (sorted by instruction id, binary-searched), and where each lies.
+    budget.charge((std::mem::size_of::<LbInfo>() + 16) as u64 * lbs.len() as u64, "buffer shapes").map_err(tl)?;
+    let mut by_instr: Vec<(u64, u32)> = lbs.iter().enumerate().map(|(i, lb)| (lb.instruction_id, i as u32)).collect();
+    by_instr.sort_unstable();
+    let mut info: Vec<LbInfo> = Vec::with_capacity(lbs.len());
+    info.resize_with(lbs.len(), LbInfo::default);
+    let mut spans: Vec<(u64, u32, u32)> = Vec::new();
+    let mut shape_cache: crate::model::FastMap<String, Option<u64>> = Default::default();
+    for_each_instruction(&bytes, proto.module_span, |id, at, body| {
+        let first = by_instr.partition_point(|x| x.0 < id);
+        if by_instr.get(first).map_or(true, |x| x.0 != id) {
+            return Ok(());
+        }
+        let instr = decode_instruction(body, at, false)?;
+        budget.charge_records(1, 16, "instructions")?;
+        spans.push((id, at as u32, body.len() as u32));
+        let tuple = matches!(instr.shape, ProtoShape::Tuple(_));
+        for &(_, lb) in by_instr[first..].iter().take_while(|x| x.0 == id) {
+            let lb_data = &lbs[lb as usize];
+            let shape = instr.shape.subshape(&lb_data.shape_index).map(|s| s.to_text()).unwrap_or_default();
+            budget.charge((instr.name.len() + shape.len()) as u64, "buffer names and shapes")?;
+            info[lb as usize] = LbInfo { name: Some(instr.name.clone()), shape, tuple };
+        }
+        Ok(())
+    })
+    .map_err(tl)?;
+    drop(by_instr);
+    // Several instructions with one id: the last one wins, as it always did.
+    spans.reverse();
+    spans.sort_by_key(|s| s.0);
+    spans.dedup_by_key(|s| s.0);
+
+    let name = if proto.module_name.is_empty() { fallback_name.to_string() } else { std::mem::take(&mut proto.module_name) };
+    let program_id = program_id.or(proto.module_id);
+    let lb_name = |lb: &ProtoLogicalBuffer| -> String {
+        let (off, len) = (lb.instruction_name.0 as usize, lb.instruction_name.1 as usize);
+        bytes.get(off..off + len).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or("").to_string()
+    };
+
+    let n_assigned = proto.assigned.len();
+    budget
+        .charge((std::mem::size_of::<Buffer>() + 8 + 4) as u64 * n_assigned as u64 + (std::mem::size_of::<Allocation>() as u64) * proto.allocations.len() as u64, "buffers")
+        .map_err(tl)?;
     let mut allocations = Vec::with_capacity(proto.allocations.len());
-    let mut buffers = Vec::new();
-    let mut buffer_pos: HashMap<u64, usize> = HashMap::new();
-    let mut instruction_ids = HashMap::new();
+    let mut buffers: Vec<Buffer> = Vec::with_capacity(n_assigned);
+    let mut instruction_of: Vec<u64> = Vec::with_capacity(n_assigned);
+    // Logical buffer position → buffer position.
+    let mut buffer_of: Vec<u32> = vec![NONE; lbs.len()];
+    let mut unpadded_of = |shape: &str, size: u64| -> u64 {
+        if let Some(u) = shape_cache.get(shape) {
+            return u.unwrap_or(size);
+        }
+        let u = unpadded_size(shape, size);
+        let parsed = if shape.starts_with('(') { None } else { oomdoc_units::Shape::parse(shape).and_then(|s| s.unpadded_bytes()).ok() };
+        if shape_cache.len() < 4096 {
+            shape_cache.insert(shape.to_string(), parsed);
+        }
+        u
+    };
     for a in &proto.allocations {
         let pos = allocations.len();
         let mut alloc = Allocation {
@@ -181,36 +338,40 @@ pub fn from_proto_bytes(bytes: Vec<u8>, path: &Path, fallback_name: &str, progra
             thread_local: a.thread_local,
             buffers: Vec::with_capacity(a.assigned.len()),
         };
-        for &(id, offset, _assigned_size) in &a.assigned {
-            let lb = proto
-                .logical_buffers
-                .get(&id)
+        for &(id, offset, _assigned_size) in &proto.assigned[a.assigned.clone()] {
+            let l = index
+                .get(id)
                 .ok_or_else(|| MemoryError::inconsistent(path, None, format!("allocation {} holds logical buffer {id}, which the proto does not define", a.index)))?;
-            if buffer_pos.insert(id, buffers.len()).is_some() {
+            if buffer_of[l] != NONE {
                 return Err(MemoryError::inconsistent(path, None, format!("logical buffer {id} is assigned twice")));
             }
-            let instr = instructions.get(&lb.instruction_id);
-            let shape = instr.and_then(|i| i.shape.subshape(&lb.shape_index)).map(|s| s.to_text()).unwrap_or_default();
-            let index = if instr.map_or(false, |i| matches!(i.shape, crate::proto::hlo::ProtoShape::Tuple(_))) {
-                format!("{{{}}}", lb.shape_index.iter().map(u64::to_string).collect::<Vec<_>>().join(","))
-            } else {
-                String::new()
+            let lb = &lbs[l];
+            let inf = &mut info[l];
+            let shape = std::mem::take(&mut inf.shape);
+            let index_text = if inf.tuple { format!("{{{}}}", lb.shape_index.iter().map(u64::to_string).collect::<Vec<_>>().join(",")) } else { String::new() };
+            let instruction = match &inf.name {
+                Some(n) if !n.is_empty() => n.clone(),
+                _ => lb_name(lb),
             };
-            let instruction = instr.map(|i| i.name.clone()).filter(|n| !n.is_empty()).unwrap_or_else(|| lb.instruction_name.clone());
-            instruction_ids.insert(id, lb.instruction_id);
+            buffer_of[l] = buffers.len() as u32;
             alloc.buffers.push(buffers.len());
-            buffers.push(Buffer { id, instruction, index, size: lb.size, unpadded: unpadded_size(&shape, lb.size), offset, allocation: pos, shape });
+            instruction_of.push(lb.instruction_id);
+            let unpadded = unpadded_of(&shape, lb.size);
+            buffers.push(Buffer { id, instruction, index: index_text, size: lb.size, unpadded, offset, allocation: pos, shape });
         }
         allocations.push(alloc);
     }
+    drop(std::mem::take(&mut proto.assigned));
 
+    // Assigned buffer position of a logical buffer id.
+    let assigned_pos = |buffer_of: &[u32], id: u32| -> Option<usize> { index.get(u64::from(id)).map(|l| buffer_of[l]).filter(|&b| b != NONE).map(|b| b as usize) };
     // XProf: a trace belongs to the allocation of its first event's buffer (the trace's
     // own allocation index is stale); use the first temp allocation of color 0 that owns one.
-    let mut owner: HashMap<usize, usize> = HashMap::new();
+    let mut owner: Vec<Option<usize>> = vec![None; allocations.len()];
     for (t, trace) in proto.traces.iter().enumerate() {
         if let Some(first) = trace.events.first() {
-            if let Some(&b) = buffer_pos.get(&first.buffer_id) {
-                owner.insert(buffers[b].allocation, t);
+            if let Some(b) = assigned_pos(&buffer_of, first.buffer) {
+                owner[buffers[b].allocation] = Some(t);
             }
         }
     }
@@ -220,7 +381,7 @@ pub fn from_proto_bytes(bytes: Vec<u8>, path: &Path, fallback_name: &str, progra
     for i in order {
         let a = &allocations[i];
         if a.color == 0 && !a.is_indefinite() && !a.thread_local {
-            if let Some(&t) = owner.get(&i) {
+            if let Some(t) = owner[i] {
                 chosen = Some(t);
                 break;
             }
@@ -228,75 +389,97 @@ pub fn from_proto_bytes(bytes: Vec<u8>, path: &Path, fallback_name: &str, progra
     }
     if chosen.is_none() {
         // XProf's fallback: the trace with most events on buffers of memory space 0.
-        let on_space0 = |t: &crate::proto::hlo::ProtoTrace| t.events.iter().filter(|e| buffer_pos.get(&e.buffer_id).map_or(false, |&b| allocations[buffers[b].allocation].color == 0)).count();
+        let on_space0 = |t: &crate::proto::hlo::ProtoTrace| t.events.iter().filter(|e| assigned_pos(&buffer_of, e.buffer).map_or(false, |b| allocations[buffers[b].allocation].color == 0)).count();
         chosen = proto.traces.iter().enumerate().map(|(t, tr)| (t, on_space0(tr))).filter(|&(_, n)| n > 0).max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map(|(t, _)| t);
     }
-    let mut traces = proto.traces;
-    let liveness = match chosen {
-        Some(t) => {
-            let events = std::mem::take(&mut traces[t].events);
-            for (i, e) in events.iter().enumerate() {
-                for id in [Some(e.buffer_id), (e.kind == EventKind::ShareWith).then_some(e.share_with)].into_iter().flatten() {
-                    if !proto.logical_buffers.contains_key(&id) {
-                        return Err(MemoryError::inconsistent(path, None, format!("heap-simulator event {i} names logical buffer {id}, which the proto does not define")));
-                    }
+    let ids_of = |e: &HeapEvent| [Some(e.buffer), (e.kind == EventKind::ShareWith).then_some(e.share_with)];
+    let mut traces = std::mem::take(&mut proto.traces);
+    let mut chosen_events = Vec::new();
+    if let Some(t) = chosen {
+        chosen_events = std::mem::take(&mut traces[t].events);
+        for (i, e) in chosen_events.iter().enumerate() {
+            for id in ids_of(e).into_iter().flatten() {
+                if index.get(u64::from(id)).is_none() {
+                    return Err(MemoryError::inconsistent(path, None, format!("heap-simulator event {i} names logical buffer {id}, which the proto does not define")));
                 }
             }
-            Liveness::Trace(events)
         }
-        None => Liveness::None,
-    };
+    }
     // The other traces (other memory spaces) with the allocation owning their first event.
-    let mut other_traces: Vec<(Option<usize>, Vec<HeapEvent>)> = Vec::new();
+    let mut others: Vec<(Option<usize>, Vec<HeapEvent>)> = Vec::new();
     for (t, trace) in traces.into_iter().enumerate() {
         if Some(t) == chosen || trace.events.is_empty() {
             continue;
         }
-        if trace.events.iter().any(|e| !proto.logical_buffers.contains_key(&e.buffer_id) || (e.kind == EventKind::ShareWith && !proto.logical_buffers.contains_key(&e.share_with))) {
+        if trace.events.iter().any(|e| ids_of(e).into_iter().flatten().any(|id| index.get(u64::from(id)).is_none())) {
             continue;
         }
-        let owner = trace.events.first().and_then(|e| buffer_pos.get(&e.buffer_id)).map(|&b| buffers[b].allocation);
-        other_traces.push((owner, trace.events));
+        let owner = trace.events.first().and_then(|e| assigned_pos(&buffer_of, e.buffer)).map(|b| buffers[b].allocation);
+        others.push((owner, trace.events));
     }
-    // Buffers seen in a trace but assigned nowhere still need a size: add them,
-    // outside any allocation's buffer list.
-    let chosen_events: &[HeapEvent] = match &liveness {
-        Liveness::Trace(events) => events,
-        _ => &[],
-    };
-    for events in std::iter::once(chosen_events).chain(other_traces.iter().map(|(_, e)| e.as_slice())) {
-        let temp_alloc = events.first().and_then(|e| buffer_pos.get(&e.buffer_id)).map(|&b| buffers[b].allocation).unwrap_or(0);
-        for e in events {
-            for id in [Some(e.buffer_id), (e.kind == EventKind::ShareWith).then_some(e.share_with)].into_iter().flatten() {
-                if buffer_pos.contains_key(&id) {
+    // Buffers seen in a trace but assigned nowhere still need a size: add them, outside
+    // any allocation's buffer list (counted first, to size the vectors once). Then events
+    // name buffer positions.
+    {
+        let mut extra = vec![false; lbs.len()];
+        let mut n_extra = 0usize;
+        for events in std::iter::once(&chosen_events).chain(others.iter().map(|(_, e)| e)) {
+            for e in events {
+                for (k, id) in [e.buffer, e.share_with].into_iter().enumerate() {
+                    if k == 1 && e.kind != EventKind::ShareWith {
+                        continue;
+                    }
+                    let l = index.get(u64::from(id)).expect("checked above");
+                    if buffer_of[l] == NONE && !extra[l] {
+                        extra[l] = true;
+                        n_extra += 1;
+                    }
+                }
+            }
+        }
+        budget.charge((std::mem::size_of::<Buffer>() + 8) as u64 * n_extra as u64, "buffers").map_err(tl)?;
+        buffers.reserve_exact(n_extra);
+        instruction_of.reserve_exact(n_extra);
+    }
+    for events in std::iter::once(&mut chosen_events).chain(others.iter_mut().map(|(_, e)| e)) {
+        let temp_alloc = events.first().and_then(|e| assigned_pos(&buffer_of, e.buffer)).map(|b| buffers[b].allocation).unwrap_or(0);
+        for e in events.iter_mut() {
+            let share = e.kind == EventKind::ShareWith;
+            for (k, id) in [e.buffer, e.share_with].into_iter().enumerate() {
+                if k == 1 && !share {
                     continue;
                 }
-                let lb = &proto.logical_buffers[&id];
-                let instr = instructions.get(&lb.instruction_id);
-                let shape = instr.and_then(|i| i.shape.subshape(&lb.shape_index)).map(|s| s.to_text()).unwrap_or_default();
-                buffer_pos.insert(id, buffers.len());
-                instruction_ids.insert(id, lb.instruction_id);
-                buffers.push(Buffer {
-                    id,
-                    instruction: instr.map(|i| i.name.clone()).unwrap_or_else(|| lb.instruction_name.clone()),
-                    index: String::new(),
-                    size: lb.size,
-                    unpadded: unpadded_size(&shape, lb.size),
-                    offset: 0,
-                    allocation: temp_alloc,
-                    shape,
-                });
+                let l = index.get(u64::from(id)).expect("checked above");
+                if buffer_of[l] == NONE {
+                    let lb = &lbs[l];
+                    let inf = &mut info[l];
+                    let shape = std::mem::take(&mut inf.shape);
+                    let instruction = inf.name.clone().unwrap_or_else(|| lb_name(lb));
+                    budget.charge((instruction.len() + shape.len()) as u64, "buffer names").map_err(tl)?;
+                    buffer_of[l] = buffers.len() as u32;
+                    instruction_of.push(lb.instruction_id);
+                    let unpadded = unpadded_of(&shape, lb.size);
+                    buffers.push(Buffer { id: lb.id, instruction, index: String::new(), size: lb.size, unpadded, offset: 0, allocation: temp_alloc, shape });
+                }
+                if k == 0 {
+                    e.buffer = buffer_of[l];
+                } else {
+                    e.share_with = buffer_of[l];
+                }
             }
         }
     }
+    let liveness = if chosen.is_some() { Liveness::Trace(chosen_events) } else { Liveness::None };
+    drop(info);
     Ok(ModuleData {
         name,
         program_id,
         allocations,
         buffers,
         liveness,
-        labels: LabelSource::Proto { instructions, instruction_ids, frames: proto.stack_frames },
+        labels: LabelSource::Proto { bytes, spans, instruction_of, frames: std::mem::take(&mut proto.stack_frames) },
         sources: vec![path.to_path_buf()],
-        other_traces,
+        other_traces: others,
+        event_names: std::mem::take(&mut proto.event_names),
     })
 }

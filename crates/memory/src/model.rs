@@ -2,7 +2,7 @@
 //! logical buffers (HLO values) in them, and how liveness is known — a heap-simulator
 //! trace (from an HloProto) or per-value live ranges over the schedule (text dumps).
 
-use crate::proto::hlo::{HeapEvent, ProtoInstruction};
+use crate::proto::hlo::HeapEvent;
 use crate::text::stack_frames::StackFrameIndex;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -77,7 +77,9 @@ impl Buffer {
 
 #[derive(Debug, Clone)]
 pub enum Liveness {
-    /// The heap simulator's ALLOC/FREE/SHARE_WITH events of the temp allocation.
+    /// The heap simulator's ALLOC/FREE/SHARE_WITH events of the temp allocation; their
+    /// buffers are positions in [`ModuleData::buffers`], their names index
+    /// [`ModuleData::event_names`].
     Trace(Vec<HeapEvent>),
     /// The flattened schedule and, per buffer, an inclusive `[start, end]` range
     /// (`None` for thread-local values, which have none).
@@ -89,7 +91,10 @@ pub enum Liveness {
 /// Where op names and source lines come from, resolved only for the buffers shown.
 #[derive(Debug)]
 pub enum LabelSource {
-    Proto { instructions: HashMap<u64, ProtoInstruction>, instruction_ids: HashMap<u64, u64>, frames: StackFrameIndex },
+    /// The HloProto's bytes, where each defining instruction lies in them (sorted by
+    /// instruction id: (id, offset, length)), the instruction id of each buffer (by
+    /// position) and the stack frames: labels are decoded for the buffers shown only.
+    Proto { bytes: Vec<u8>, spans: Vec<(u64, u32, u32)>, instruction_of: Vec<u64>, frames: StackFrameIndex },
     Text { values_file: Option<PathBuf>, hlo_text: Option<PathBuf> },
 }
 
@@ -106,6 +111,8 @@ pub struct ModuleData {
     /// Heap-simulator traces other than the one in `liveness` (other memory spaces), with
     /// the allocation (position) that owns each: see [`crate::spaces`].
     pub other_traces: Vec<(Option<usize>, Vec<HeapEvent>)>,
+    /// Instruction names of heap events ([`HeapEvent::name`]).
+    pub event_names: Vec<String>,
 }
 
 /// Bytes of a shape without layout padding; tuples and unreadable shapes count as their

@@ -110,7 +110,7 @@ pub fn run(args: MemoryArgs) -> Result<(), CliError> {
         Source::Proto => SourcePreference::Proto,
     };
     let space = oomdoc_memory::spaces::parse_memory_space(&args.memory_space).map_err(CliError::usage)?;
-    let dump = load_dump_with(&args.paths, &LoadOptions { run: args.run.clone() }).map_err(|e| CliError::usage(e.to_string()))?;
+    let dump = load_dump_with(&args.paths, &LoadOptions { run: args.run.clone(), ..Default::default() }).map_err(|e| CliError::usage(e.to_string()))?;
 
     let mut listing: Vec<ModuleListing> = Vec::new();
     let reports: Vec<ModuleReport> = if let Some(hint) = &args.module {
