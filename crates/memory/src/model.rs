@@ -150,7 +150,11 @@ impl std::hash::Hasher for FxHasher {
         self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
     fn finish(&self) -> u64 {
-        self.0
+        // The product's high bits are the well-mixed ones; hashbrown picks the bucket from
+        // the low bits, so rotate them down (as rustc-hash 2 does). Without it, names that
+        // differ only in later bytes (`f123456`, `f123457`) fell into a few hundred
+        // buckets and a million-name table became quadratic.
+        self.0.rotate_left(26)
     }
 }
 

@@ -116,7 +116,7 @@ pub fn build_report(m: &ModuleData) -> Result<ModuleReport, MemoryError> {
 /// The report for one memory space (XProf's "Memory Types"): its temp heap, its
 /// indefinite allocations; the `memory_analysis()` figures are the module's.
 pub fn build_report_for(m: &ModuleData, space: u64) -> Result<ModuleReport, MemoryError> {
-    let profile = crate::spaces::temp_profile_for(m, space).map_err(|msg| MemoryError::inconsistent(m.sources.first().map(|p| p.as_path()).unwrap_or(std::path::Path::new(&m.name)), None, msg))?;
+    let mut profile = crate::spaces::temp_profile_for(m, space).map_err(|msg| MemoryError::inconsistent(m.sources.first().map(|p| p.as_path()).unwrap_or(std::path::Path::new(&m.name)), None, msg))?;
 
     // memory_analysis() figures, split device / host as XLA's CompiledMemoryStats
     // (`PopulateBufferStatsFromAllocations`: host = memory space 5, device = the rest).
@@ -210,11 +210,12 @@ pub fn build_report_for(m: &ModuleData, space: u64) -> Result<ModuleReport, Memo
     keyed.sort_by(|(a, _), (b, _)| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
     buffers_at_peak.extend(keyed.into_iter().map(|(_, b)| b));
 
-    let timeline: Vec<TimelinePoint> = profile
-        .points
-        .iter()
+    let peak_instruction = profile.points.get(profile.peak_index).map(|p| p.0.clone()).unwrap_or_default();
+    // The names move from the profile into the timeline (one string per point, not two).
+    let timeline: Vec<TimelinePoint> = std::mem::take(&mut profile.points)
+        .into_iter()
         .enumerate()
-        .map(|(i, (instr, bytes, unpadded))| TimelinePoint { position: i as u64, instruction: instr.clone(), bytes: bytes + indefinite_bytes, unpadded_bytes: unpadded + indefinite_bytes })
+        .map(|(i, (instr, bytes, unpadded))| TimelinePoint { position: i as u64, instruction: instr, bytes: bytes + indefinite_bytes, unpadded_bytes: unpadded + indefinite_bytes })
         .collect();
     let peak_bytes = profile.peak_bytes + indefinite_bytes;
     Ok(ModuleReport {
@@ -222,7 +223,7 @@ pub fn build_report_for(m: &ModuleData, space: u64) -> Result<ModuleReport, Memo
         peak_bytes,
         peak_unpadded_bytes: profile.peak_unpadded_bytes + indefinite_bytes,
         peak_position: profile.peak_index as u64,
-        peak_instruction: profile.points.get(profile.peak_index).map(|p| p.0.clone()).unwrap_or_default(),
+        peak_instruction,
         arguments_bytes,
         outputs_bytes,
         alias_bytes,

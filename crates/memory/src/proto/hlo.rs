@@ -12,6 +12,11 @@ use super::wire::{push_ints, Reader, Value, WireError};
 use crate::text::instruction::InstructionMeta;
 use crate::text::stack_frames::StackFrameIndex;
 
+/// What the analysis of one heap event keeps, charged with the event: its point of the
+/// temp profile (name, bytes, unpadded: 40) and of the report's timeline (48). The name's
+/// copy is charged per event too.
+pub const ANALYSIS_BYTES_PER_EVENT: usize = 88;
+
 /// Bytes of memory a decode may still take; charged before anything is kept.
 #[derive(Debug, Clone)]
 pub struct Budget {
@@ -550,7 +555,7 @@ fn decode_trace<'a>(buf: &'a [u8], base: usize, names: &mut Interner<'a>, empty:
             }
         }
     }
-    budget.charge_records(n, std::mem::size_of::<HeapEvent>(), "heap-simulator events")?;
+    budget.charge_records(n, std::mem::size_of::<HeapEvent>() + ANALYSIS_BYTES_PER_EVENT, "heap-simulator events")?;
     let mut t = ProtoTrace { events: Vec::with_capacity(n as usize) };
     let mut r = Reader::nested(buf, base);
     while let Some((field, v, at)) = r.next_field()? {
@@ -582,6 +587,10 @@ fn decode_trace<'a>(buf: &'a [u8], base: usize, names: &mut Interner<'a>, empty:
             }
         }
         e.name = names.get(name, at, budget)?;
+        if !name.is_empty() {
+            // The timeline point's own copy of the name.
+            budget.charge(name.len().next_multiple_of(16) as u64 + 16, "heap-simulator event names")?;
+        }
         t.events.push(e);
     }
     Ok(t)
