@@ -2,7 +2,7 @@
 
 use crate::error::MemoryError;
 use crate::model::{unpadded_size, Allocation, Buffer, LabelSource, Liveness, ModuleData};
-use crate::proto::hlo::{decode_hlo_proto_limited, decode_instruction, for_each_instruction, Budget, DecodeError, EventKind, HeapEvent, ProtoLogicalBuffer, ProtoShape};
+use crate::proto::hlo::{decode_hlo_proto_limited, for_each_instruction, Budget, DecodeError, EventKind, HeapEvent, ProtoLogicalBuffer, ProtoShape};
 use crate::text::{buffer_assignment, live_range, live_range_key};
 use std::path::Path;
 
@@ -244,15 +244,6 @@ impl IdIndex {
     }
 }
 
-/// What a logical buffer's defining instruction says about it.
-#[derive(Default)]
-struct LbInfo {
-    /// The instruction's name; `None` when the module has no instruction with its id.
-    name: Option<String>,
-    shape: String,
-    tuple: bool,
-}
-
 /// [`from_proto_bytes`] within `limits`.
 pub fn from_proto_bytes_limited(bytes: Vec<u8>, path: &Path, fallback_name: &str, program_id: Option<u64>, limits: &Limits) -> Result<ModuleData, MemoryError> {
     let tl = |e: DecodeError| too_large(path, e);
@@ -264,39 +255,6 @@ pub fn from_proto_bytes_limited(bytes: Vec<u8>, path: &Path, fallback_name: &str
         Ok(index) => index,
         Err(id) => return Err(MemoryError::inconsistent(path, None, format!("logical buffer {id} is defined twice"))),
     };
-
-    // One walk over the module's instructions: name and shape of those that define a
-    // logical buffer (sorted by instruction id, binary-searched), and where each lies.
-    budget.charge((std::mem::size_of::<LbInfo>() + 16) as u64 * lbs.len() as u64, "buffer shapes").map_err(tl)?;
-    let mut by_instr: Vec<(u64, u32)> = lbs.iter().enumerate().map(|(i, lb)| (lb.instruction_id, i as u32)).collect();
-    by_instr.sort_unstable();
-    let mut info: Vec<LbInfo> = Vec::with_capacity(lbs.len());
-    info.resize_with(lbs.len(), LbInfo::default);
-    let mut spans: Vec<(u64, u32, u32)> = Vec::new();
-    let mut shape_cache: crate::model::FastMap<String, Option<u64>> = Default::default();
-    for_each_instruction(&bytes, proto.module_span, |id, at, body| {
-        let first = by_instr.partition_point(|x| x.0 < id);
-        if by_instr.get(first).map_or(true, |x| x.0 != id) {
-            return Ok(());
-        }
-        let instr = decode_instruction(body, at, false)?;
-        budget.charge_records(1, 16, "instructions")?;
-        spans.push((id, at as u32, body.len() as u32));
-        let tuple = matches!(instr.shape, ProtoShape::Tuple(_));
-        for &(_, lb) in by_instr[first..].iter().take_while(|x| x.0 == id) {
-            let lb_data = &lbs[lb as usize];
-            let shape = instr.shape.subshape(&lb_data.shape_index).map(|s| s.to_text()).unwrap_or_default();
-            budget.charge((instr.name.len() + shape.len()) as u64, "buffer names and shapes")?;
-            info[lb as usize] = LbInfo { name: Some(instr.name.clone()), shape, tuple };
-        }
-        Ok(())
-    })
-    .map_err(tl)?;
-    drop(by_instr);
-    // Several instructions with one id: the last one wins, as it always did.
-    spans.reverse();
-    spans.sort_by_key(|s| s.0);
-    spans.dedup_by_key(|s| s.0);
 
     let name = if proto.module_name.is_empty() { fallback_name.to_string() } else { std::mem::take(&mut proto.module_name) };
     let program_id = program_id.or(proto.module_id);
@@ -314,6 +272,7 @@ pub fn from_proto_bytes_limited(bytes: Vec<u8>, path: &Path, fallback_name: &str
     let mut instruction_of: Vec<u64> = Vec::with_capacity(n_assigned);
     // Logical buffer position → buffer position.
     let mut buffer_of: Vec<u32> = vec![NONE; lbs.len()];
+    let mut shape_cache: crate::model::FastMap<String, Option<u64>> = Default::default();
     let mut unpadded_of = |shape: &str, size: u64| -> u64 {
         if let Some(u) = shape_cache.get(shape) {
             return u.unwrap_or(size);
@@ -346,18 +305,11 @@ pub fn from_proto_bytes_limited(bytes: Vec<u8>, path: &Path, fallback_name: &str
                 return Err(MemoryError::inconsistent(path, None, format!("logical buffer {id} is assigned twice")));
             }
             let lb = &lbs[l];
-            let inf = &mut info[l];
-            let shape = std::mem::take(&mut inf.shape);
-            let index_text = if inf.tuple { format!("{{{}}}", lb.shape_index.iter().map(u64::to_string).collect::<Vec<_>>().join(",")) } else { String::new() };
-            let instruction = match &inf.name {
-                Some(n) if !n.is_empty() => n.clone(),
-                _ => lb_name(lb),
-            };
             buffer_of[l] = buffers.len() as u32;
             alloc.buffers.push(buffers.len());
             instruction_of.push(lb.instruction_id);
-            let unpadded = unpadded_of(&shape, lb.size);
-            buffers.push(Buffer { id, instruction, index: index_text, size: lb.size, unpadded, offset, allocation: pos, shape });
+            // Names and shapes come from the instructions, below.
+            buffers.push(Buffer { id, instruction: String::new(), index: String::new(), size: lb.size, unpadded: lb.size, offset, allocation: pos, shape: String::new() });
         }
         allocations.push(alloc);
     }
@@ -452,14 +404,9 @@ pub fn from_proto_bytes_limited(bytes: Vec<u8>, path: &Path, fallback_name: &str
                 let l = index.get(u64::from(id)).expect("checked above");
                 if buffer_of[l] == NONE {
                     let lb = &lbs[l];
-                    let inf = &mut info[l];
-                    let shape = std::mem::take(&mut inf.shape);
-                    let instruction = inf.name.clone().unwrap_or_else(|| lb_name(lb));
-                    budget.charge((instruction.len() + shape.len()) as u64, "buffer names").map_err(tl)?;
                     buffer_of[l] = buffers.len() as u32;
                     instruction_of.push(lb.instruction_id);
-                    let unpadded = unpadded_of(&shape, lb.size);
-                    buffers.push(Buffer { id: lb.id, instruction, index: String::new(), size: lb.size, unpadded, offset: 0, allocation: temp_alloc, shape });
+                    buffers.push(Buffer { id: lb.id, instruction: String::new(), index: String::new(), size: lb.size, unpadded: lb.size, offset: 0, allocation: temp_alloc, shape: String::new() });
                 }
                 if k == 0 {
                     e.buffer = buffer_of[l];
@@ -470,7 +417,61 @@ pub fn from_proto_bytes_limited(bytes: Vec<u8>, path: &Path, fallback_name: &str
         }
     }
     let liveness = if chosen.is_some() { Liveness::Trace(chosen_events) } else { Liveness::None };
-    drop(info);
+
+    // One walk over the module's instructions: the name and shape of each buffer's
+    // defining instruction (buffers sorted by instruction id, binary-searched), and where
+    // each such instruction lies, for labels.
+    budget.charge(32 * buffers.len() as u64, "buffer shapes").map_err(tl)?;
+    let mut by_instr: Vec<(u64, u32)> = instruction_of.iter().enumerate().map(|(b, &i)| (i, b as u32)).collect();
+    by_instr.sort_unstable();
+    let mut spans: Vec<(u64, u32, u32)> = Vec::with_capacity(buffers.len().min(1 << 20));
+    let mut found = vec![false; buffers.len()];
+    for_each_instruction(&bytes, proto.module_span, |raw| {
+        let id = raw.id;
+        let first = by_instr.partition_point(|x| x.0 < id);
+        if by_instr.get(first).map_or(true, |x| x.0 != id) {
+            return Ok(());
+        }
+        let instr = raw.decode()?;
+        if spans.len() == spans.capacity() {
+            budget.charge(16 * spans.capacity().max(1) as u64, "instructions")?;
+        }
+        spans.push((id, raw.offset as u32, raw.body.len() as u32));
+        let tuple = matches!(instr.shape, ProtoShape::Tuple(_));
+        for &(_, b) in by_instr[first..].iter().take_while(|x| x.0 == id) {
+            let b = b as usize;
+            let buf = &mut buffers[b];
+            let lb = &lbs[index.get(buf.id).expect("a buffer's logical buffer")];
+            let shape = instr.shape.subshape(&lb.shape_index).map(|s| s.to_text()).unwrap_or_default();
+            // Assigned values fall back on the logical buffer's name and show a tuple index;
+            // values seen only in a trace do neither (as XProf).
+            let (name, index) = if b < n_assigned {
+                let name = if instr.name.is_empty() { lb_name(lb) } else { instr.name.clone() };
+                let index = if tuple { format!("{{{}}}", lb.shape_index.iter().map(u64::to_string).collect::<Vec<_>>().join(",")) } else { String::new() };
+                (name, index)
+            } else {
+                (instr.name.clone(), String::new())
+            };
+            budget.charge((name.len() + index.len() + shape.len()) as u64, "buffer names and shapes")?;
+            buf.unpadded = unpadded_of(&shape, lb.size);
+            (buf.instruction, buf.index, buf.shape) = (name, index, shape);
+            found[b] = true;
+        }
+        Ok(())
+    })
+    .map_err(tl)?;
+    drop(by_instr);
+    // Several instructions with one id: the last one wins, as it always did.
+    spans.reverse();
+    spans.sort_by_key(|s| s.0);
+    spans.dedup_by_key(|s| s.0);
+    for (buf, _) in buffers.iter_mut().zip(&found).filter(|(_, f)| !**f) {
+        let lb = &lbs[index.get(buf.id).expect("a buffer's logical buffer")];
+        buf.instruction = lb_name(lb);
+        budget.charge(buf.instruction.len() as u64, "buffer names").map_err(tl)?;
+        buf.unpadded = unpadded_of("", lb.size);
+    }
+    drop(found);
     Ok(ModuleData {
         name,
         program_id,

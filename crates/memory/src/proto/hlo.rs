@@ -233,9 +233,33 @@ fn decode_module(buf: &[u8], base: usize, out: &mut HloProtoData, budget: &mut B
     Ok(())
 }
 
-/// Calls `f(id, offset, body)` for every instruction of every computation of the module
-/// at `span` of the file `buf` (the id is field 35; 0 when absent).
-pub fn for_each_instruction(buf: &[u8], span: (usize, usize), mut f: impl FnMut(u64, usize, &[u8]) -> Result<(), DecodeError>) -> Result<(), DecodeError> {
+/// One instruction of the module: its id (field 35; 0 when absent), where its message
+/// lies, and the raw name (field 1) and shape (field 3) fields, read in one pass.
+pub struct RawInstruction<'a> {
+    pub id: u64,
+    pub offset: usize,
+    pub body: &'a [u8],
+    name: Option<(&'a [u8], usize)>,
+    shape: Option<(&'a [u8], usize)>,
+}
+
+impl RawInstruction<'_> {
+    /// The name and shape (no labels).
+    pub fn decode(&self) -> Result<ProtoInstruction, DecodeError> {
+        let mut instr = ProtoInstruction::default();
+        if let Some((b, at)) = self.name {
+            instr.name = std::str::from_utf8(b).map_err(|_| werr(at, "string field is not UTF-8"))?.to_string();
+        }
+        if let Some((b, at)) = self.shape {
+            instr.shape = decode_shape(b, at, 0)?;
+        }
+        Ok(instr)
+    }
+}
+
+/// Calls `f` for every instruction of every computation of the module at `span` of the
+/// file `buf`.
+pub fn for_each_instruction<'a>(buf: &'a [u8], span: (usize, usize), mut f: impl FnMut(&RawInstruction<'a>) -> Result<(), DecodeError>) -> Result<(), DecodeError> {
     let module = span.0.checked_add(span.1).and_then(|end| buf.get(span.0..end)).ok_or(werr(span.0, "module outside the file"))?;
     let mut r = Reader::nested(module, span.0);
     while let Some((field, v, at)) = r.next_field()? {
@@ -249,13 +273,16 @@ pub fn for_each_instruction(buf: &[u8], span: (usize, usize), mut f: impl FnMut(
             }
             let body = bytes(&cv, cat)?;
             let mut ir = Reader::nested(body, cat);
-            let mut id = 0;
+            let mut raw = RawInstruction { id: 0, offset: cat, body, name: None, shape: None };
             while let Some((f, iv, iat)) = ir.next_field()? {
-                if f == 35 {
-                    id = int(&iv, iat)?;
+                match f {
+                    1 => raw.name = Some((bytes(&iv, iat)?, iat)),
+                    3 => raw.shape = Some((bytes(&iv, iat)?, iat)),
+                    35 => raw.id = int(&iv, iat)?,
+                    _ => {}
                 }
             }
-            f(id, cat, body)?;
+            f(&raw)?;
         }
     }
     Ok(())
