@@ -15,13 +15,17 @@ pub fn from_text(
     values_path: Option<&Path>,
     hlo_text: Option<&Path>,
 ) -> Result<ModuleData, MemoryError> {
-    let ba = buffer_assignment::parse_file(ba_path)?;
+    let mut ba = buffer_assignment::parse_file(ba_path)?;
     let mut allocations = Vec::with_capacity(ba.allocations.len());
-    let mut buffers = Vec::new();
+    let n_values: usize = ba.allocations.iter().map(|a| a.values.len()).sum();
+    // Shapes repeat: parse each distinct one once.
+    let mut unpadded_cache: crate::model::FastMap<String, u64> = Default::default();
+    let mut buffers = Vec::with_capacity(n_values);
     let mut seen_ids: crate::model::FastSet<u64> = Default::default();
+    seen_ids.reserve(n_values);
     // Lines of each buffer, for error messages.
-    let mut buffer_lines = Vec::new();
-    for a in &ba.allocations {
+    let mut buffer_lines = Vec::with_capacity(n_values);
+    for a in &mut ba.allocations {
         let pos = allocations.len();
         let mut alloc = Allocation {
             index: a.index,
@@ -35,7 +39,7 @@ pub fn from_text(
             thread_local: a.thread_local,
             buffers: Vec::with_capacity(a.values.len()),
         };
-        for v in &a.values {
+        for v in &mut a.values {
             if !seen_ids.insert(v.id) {
                 return Err(MemoryError::inconsistent(ba_path, Some(v.line), format!("value {} appears in two allocations", v.id)));
             }
@@ -48,19 +52,34 @@ pub fn from_text(
             }
             alloc.buffers.push(buffers.len());
             buffer_lines.push(v.line);
+            // A shape's unpadded size does not depend on the value's size unless the shape
+            // is a tuple or unreadable (then it is the size itself): cache the others.
+            let unpadded = match unpadded_cache.get(v.shape.as_str()) {
+                Some(&u) => u,
+                None => {
+                    let u = unpadded_size(&v.shape, v.size);
+                    let fixed = !v.shape.starts_with('(') && oomdoc_units::Shape::parse(&v.shape).and_then(|s| s.unpadded_bytes()).is_ok();
+                    if fixed && unpadded_cache.len() < 4096 {
+                        unpadded_cache.insert(v.shape.clone(), u);
+                    }
+                    u
+                }
+            };
             buffers.push(Buffer {
                 id: v.id,
-                instruction: v.instruction.clone(),
-                index: v.index.clone(),
+                instruction: std::mem::take(&mut v.instruction),
+                index: std::mem::take(&mut v.index),
                 size: v.size,
-                unpadded: unpadded_size(&v.shape, v.size),
+                unpadded,
                 offset: v.offset,
                 allocation: pos,
-                shape: v.shape.clone(),
+                shape: std::mem::take(&mut v.shape),
             });
         }
         allocations.push(alloc);
     }
+    // The values' strings moved into the buffers; free the rest now.
+    ba.allocations = Vec::new();
     if let Some(total) = ba.total_bytes_used {
         check_total(ba_path, total, &allocations)?;
     }
@@ -70,9 +89,15 @@ pub fn from_text(
         Some(path) => match live_range::parse_file(path)? {
             Some(lr) => {
                 let mut ranges = Vec::with_capacity(buffers.len());
+                // `live_range_key` into one reused string (no allocation per value).
+                let mut key = String::new();
                 for (b, &line) in buffers.iter().zip(&buffer_lines) {
                     let alloc = &allocations[b.allocation];
-                    let range = lr.ranges.get(&live_range_key(&b.instruction, &b.index)).map(|&(s, e, _)| (s, e));
+                    key.clear();
+                    key.push_str(&b.instruction);
+                    key.push_str(if b.index.is_empty() { "{}" } else { &b.index });
+                    debug_assert_eq!(key, live_range_key(&b.instruction, &b.index));
+                    let range = lr.ranges.get(key.as_str()).map(|&(s, e, _)| (s, e));
                     if range.is_none() && alloc.is_temp() && alloc.color == 0 {
                         return Err(MemoryError::inconsistent(
                             path,
