@@ -149,7 +149,6 @@ pub fn from_text(
         labels: LabelSource::Text { values_file, hlo_text: hlo_text.map(Path::to_path_buf) },
         sources,
         other_traces: Vec::new(),
-        event_names: Vec::new(),
     })
 }
 
@@ -446,7 +445,8 @@ pub fn from_proto_bytes_limited(bytes: Vec<u8>, path: &Path, fallback_name: &str
     // One walk over the module's instructions: the name and shape of each buffer's
     // defining instruction (buffers sorted by instruction id, binary-searched), and where
     // each such instruction lies, for labels.
-    budget.charge(32 * buffers.len() as u64, "buffer shapes").map_err(tl)?;
+    // by_instr (16 bytes), spans (16) and found (1) per buffer.
+    budget.charge(40 * buffers.len() as u64, "buffer shapes").map_err(tl)?;
     let mut by_instr: Vec<(u64, u32)> = instruction_of.iter().enumerate().map(|(b, &i)| (i, b as u32)).collect();
     by_instr.sort_unstable();
     let mut spans: Vec<(u64, u32, u32)> = Vec::with_capacity(buffers.len().min(1 << 20));
@@ -506,6 +506,5 @@ pub fn from_proto_bytes_limited(bytes: Vec<u8>, path: &Path, fallback_name: &str
         labels: LabelSource::Proto { bytes, spans, instruction_of, frames: std::mem::take(&mut proto.stack_frames) },
         sources: vec![path.to_path_buf()],
         other_traces: others,
-        event_names: std::mem::take(&mut proto.event_names),
     })
 }

@@ -78,8 +78,8 @@ impl Buffer {
 #[derive(Debug, Clone)]
 pub enum Liveness {
     /// The heap simulator's ALLOC/FREE/SHARE_WITH events of the temp allocation; their
-    /// buffers are positions in [`ModuleData::buffers`], their names index
-    /// [`ModuleData::event_names`].
+    /// buffers are positions in [`ModuleData::buffers`], their names are read with
+    /// [`ModuleData::event_name`].
     Trace(Vec<HeapEvent>),
     /// The flattened schedule and, per buffer, an inclusive `[start, end]` range
     /// (`None` for thread-local values, which have none).
@@ -111,8 +111,19 @@ pub struct ModuleData {
     /// Heap-simulator traces other than the one in `liveness` (other memory spaces), with
     /// the allocation (position) that owns each: see [`crate::spaces`].
     pub other_traces: Vec<(Option<usize>, Vec<HeapEvent>)>,
-    /// Instruction names of heap events ([`HeapEvent::name`]).
-    pub event_names: Vec<String>,
+}
+
+impl ModuleData {
+    /// The instruction name of a heap event (read from the HloProto's bytes).
+    pub fn event_name(&self, e: &HeapEvent) -> &str {
+        match &self.labels {
+            LabelSource::Proto { bytes, .. } => {
+                let (at, len) = (e.name.0 as usize, e.name.1 as usize);
+                bytes.get(at..at + len).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or("")
+            }
+            LabelSource::Text { .. } => "",
+        }
+    }
 }
 
 /// Bytes of a shape without layout padding; tuples and unreadable shapes count as their

@@ -111,7 +111,7 @@ fn run(m: &ModuleData, events: &[HeapEvent], stop_after: Option<usize>) -> Resul
             peak_index = i;
         }
         if stop_after.is_none() {
-            points.push((m.event_names.get(e.name as usize).cloned().unwrap_or_default(), st.heap, st.unpadded));
+            points.push((m.event_name(e).to_string(), st.heap, st.unpadded));
         }
         if stop_after == Some(i) {
             break;

@@ -169,8 +169,7 @@ mod tests {
             labels: LabelSource::Text { values_file: None, hlo_text: None },
             sources: Vec::new(),
             other_traces: Vec::new(),
-            event_names: Vec::new(),
-        }
+            }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Minimal `xla.HloProto` decoding. Field numbers are those of `xla/service/hlo.proto`
 //! and `xla/xla_data.proto`, checked against real dumps; nothing else is read.
 //!
-//! Memory is bounded for any input: records are stored compactly (a heap event is 16
+//! Memory is bounded for any input: records are stored compactly (a heap event is 20
 //! bytes, an empty one is counted and not stored), every vector is sized by a counting
 //! pass before it is filled, and every byte kept is charged to a [`Budget`] that refuses
 //! more than [`crate::MAX_BYTES_PER_INPUT_BYTE`] × the input size (or a caller's limit)
@@ -80,8 +80,6 @@ pub struct HloProtoData {
     /// range [`ProtoAllocation::assigned`] of it.
     pub assigned: Vec<(u64, u64, u64)>,
     pub traces: Vec<ProtoTrace>,
-    /// Distinct instruction names of heap events; [`HeapEvent::name`] indexes it.
-    pub event_names: Vec<String>,
     /// Heap events with no field at all (XLA always names the instruction): not kept.
     pub empty_events: u64,
 }
@@ -141,14 +139,15 @@ pub enum EventKind {
     ShareWith,
 }
 
-/// One heap-simulator event, 16 bytes. Decoded, `buffer` and `share_with` are logical
+/// One heap-simulator event, 20 bytes. Decoded, `buffer` and `share_with` are logical
 /// buffer ids; in a [`crate::model::ModuleData`] they are positions in its `buffers`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeapEvent {
     pub buffer: u32,
     pub share_with: u32,
-    /// Index into the module's event names.
-    pub name: u32,
+    /// (offset, length) of the instruction name in the HloProto's bytes (checked UTF-8;
+    /// see [`crate::model::ModuleData::event_name`]).
+    pub name: (u32, u32),
     pub kind: EventKind,
 }
 
@@ -452,7 +451,6 @@ fn decode_buffer_assignment(buf: &[u8], base: usize, out: &mut HloProtoData, bud
     out.allocations.reserve_exact(n_alloc as usize);
     out.assigned.reserve_exact(n_assigned as usize);
     out.traces.reserve_exact(n_traces as usize);
-    let mut names = Interner::default();
     let mut r = Reader::nested(buf, base);
     while let Some((field, v, at)) = r.next_field()? {
         match field {
@@ -465,13 +463,12 @@ fn decode_buffer_assignment(buf: &[u8], base: usize, out: &mut HloProtoData, bud
                 out.allocations.push(a);
             }
             4 => {
-                let t = decode_trace(bytes(&v, at)?, at, &mut names, &mut out.empty_events, budget)?;
+                let t = decode_trace(bytes(&v, at)?, at, &mut out.empty_events, budget)?;
                 out.traces.push(t);
             }
             _ => {}
         }
     }
-    out.event_names = names.names;
     Ok(())
 }
 
@@ -549,29 +546,7 @@ fn decode_allocation(buf: &[u8], base: usize, assigned: &mut Vec<(u64, u64, u64)
     Ok(a)
 }
 
-/// Event instruction names, each stored once.
-#[derive(Default)]
-struct Interner<'a> {
-    names: Vec<String>,
-    index: crate::model::FastMap<&'a [u8], u32>,
-}
-
-impl<'a> Interner<'a> {
-    fn get(&mut self, name: &'a [u8], at: usize, budget: &mut Budget) -> R<u32> {
-        if let Some(&i) = self.index.get(name) {
-            return Ok(i);
-        }
-        let s = std::str::from_utf8(name).map_err(|_| werr(at, "string field is not UTF-8"))?;
-        // The string, its header and about two map slots.
-        budget.charge_records(1, 24 + s.len() + 48, "heap-event instruction names")?;
-        let i = u32::try_from(self.names.len()).map_err(|_| werr(at, "more than 2^32 instruction names"))?;
-        self.names.push(s.to_string());
-        self.index.insert(name, i);
-        Ok(i)
-    }
-}
-
-fn decode_trace<'a>(buf: &'a [u8], base: usize, names: &mut Interner<'a>, empty: &mut u64, budget: &mut Budget) -> R<ProtoTrace> {
+fn decode_trace(buf: &[u8], base: usize, empty: &mut u64, budget: &mut Budget) -> R<ProtoTrace> {
     // Non-empty events, counted first.
     let mut n = 0u64;
     {
@@ -595,8 +570,7 @@ fn decode_trace<'a>(buf: &'a [u8], base: usize, names: &mut Interner<'a>, empty:
             continue;
         }
         let mut er = Reader::nested(body, at);
-        let mut e = HeapEvent { kind: EventKind::Alloc, buffer: 0, name: u32::MAX, share_with: 0 };
-        let mut name: &'a [u8] = b"";
+        let mut e = HeapEvent { kind: EventKind::Alloc, buffer: 0, name: (0, 0), share_with: 0 };
         while let Some((f, ev, eat)) = er.next_field()? {
             match f {
                 1 => {
@@ -608,15 +582,18 @@ fn decode_trace<'a>(buf: &'a [u8], base: usize, names: &mut Interner<'a>, empty:
                     }
                 }
                 2 => e.buffer = id32(int(&ev, eat)?, eat)?,
-                4 => name = bytes(&ev, eat)?,
+                4 => {
+                    let name = str_of(&ev, eat)?;
+                    let at = u32::try_from(eat).map_err(|_| werr(eat, "HloProto larger than 4 GiB"))?;
+                    e.name = (at, name.len() as u32);
+                }
                 5 => e.share_with = id32(int(&ev, eat)?, eat)?,
                 _ => {}
             }
         }
-        e.name = names.get(name, at, budget)?;
-        if !name.is_empty() {
+        if e.name.1 > 0 {
             // The timeline point's own copy of the name.
-            budget.charge(name.len().next_multiple_of(16) as u64 + 16, "heap-simulator event names")?;
+            budget.charge(u64::from(e.name.1).next_multiple_of(16) + 16, "heap-simulator event names")?;
         }
         t.events.push(e);
     }
