@@ -273,6 +273,10 @@ impl IdIndex {
 /// [`from_proto_bytes`] within `limits`.
 pub fn from_proto_bytes_limited(bytes: Vec<u8>, path: &Path, fallback_name: &str, program_id: Option<u64>, limits: &Limits) -> Result<ModuleData, MemoryError> {
     let tl = |e: DecodeError| too_large(path, e);
+    // Protocol buffers cannot exceed 2 GiB; positions below are kept as 32-bit offsets.
+    if u32::try_from(bytes.len()).is_err() {
+        return Err(MemoryError::proto(path, format!("{} bytes: larger than any protocol buffer (2 GiB); not an xla.HloProto", bytes.len())));
+    }
     let mut budget = limits.budget_for(bytes.len() as u64);
     budget.charge(bytes.len() as u64, "the HloProto").map_err(tl)?;
     let mut proto = decode_hlo_proto_limited(&bytes, &mut budget).map_err(tl)?;
