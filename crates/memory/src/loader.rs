@@ -457,34 +457,60 @@ pub fn from_proto_bytes_limited(bytes: Vec<u8>, path: &Path, fallback_name: &str
     by_instr.sort_unstable();
     let mut spans: Vec<(u64, u32, u32)> = Vec::with_capacity(buffers.len().min(1 << 20));
     let mut found = vec![false; buffers.len()];
+    let mut shape_memo: crate::model::FastMap<&[u8], (String, Option<u64>)> = Default::default();
     for_each_instruction(&bytes, proto.module_span, |raw| {
         let id = raw.id;
         let first = by_instr.partition_point(|x| x.0 < id);
         if by_instr.get(first).map_or(true, |x| x.0 != id) {
             return Ok(());
         }
-        let instr = raw.decode()?;
+        let name = raw.name()?;
+        // Array shapes repeat: their text and unpadded size are made once per distinct
+        // encoding. Other shapes (tuples) are decoded for each instruction.
+        let raw_shape = raw.shape_bytes();
+        let (array, other) = match shape_memo.get(raw_shape) {
+            Some(hit) => (Some(hit.clone()), None),
+            None => match raw.shape()? {
+                shape @ ProtoShape::Array { .. } => {
+                    let text = shape.to_text();
+                    let parsed = oomdoc_units::Shape::parse(&text).and_then(|s| s.unpadded_bytes()).ok();
+                    if shape_memo.len() < 4096 {
+                        shape_memo.insert(raw_shape, (text.clone(), parsed));
+                    }
+                    (Some((text, parsed)), None)
+                }
+                shape => (None, Some(shape)),
+            },
+        };
         if spans.len() == spans.capacity() {
             budget.charge(16 * spans.capacity().max(1) as u64, "instructions")?;
         }
         spans.push((id, raw.offset as u32, raw.body.len() as u32));
-        let tuple = matches!(instr.shape, ProtoShape::Tuple(_));
+        let tuple = matches!(other, Some(ProtoShape::Tuple(_)));
         for &(_, b) in by_instr[first..].iter().take_while(|x| x.0 == id) {
             let b = b as usize;
             let buf = &mut buffers[b];
             let lb = &lbs[index.get(buf.id).expect("a buffer's logical buffer")];
-            let shape = instr.shape.subshape(&lb.shape_index).map(|s| s.to_text()).unwrap_or_default();
+            let (shape, unpadded) = match (&array, &other) {
+                (Some((text, parsed)), _) if lb.shape_index.is_empty() => (text.clone(), parsed.unwrap_or(lb.size)),
+                (Some(_), _) => (String::new(), unpadded_of("", lb.size)),
+                (None, other) => {
+                    let text = other.as_ref().and_then(|s| s.subshape(&lb.shape_index)).map(|s| s.to_text()).unwrap_or_default();
+                    let u = unpadded_of(&text, lb.size);
+                    (text, u)
+                }
+            };
             // Assigned values fall back on the logical buffer's name and show a tuple index;
             // values seen only in a trace do neither (as XProf).
             let (name, index) = if b < n_assigned {
-                let name = if instr.name.is_empty() { lb_name(lb) } else { instr.name.clone() };
+                let name = if name.is_empty() { lb_name(lb) } else { name.clone() };
                 let index = if tuple { format!("{{{}}}", lb.shape_index.iter().map(u64::to_string).collect::<Vec<_>>().join(",")) } else { String::new() };
                 (name, index)
             } else {
-                (instr.name.clone(), String::new())
+                (name.clone(), String::new())
             };
             budget.charge((name.len() + index.len() + shape.len()) as u64, "buffer names and shapes")?;
-            buf.unpadded = unpadded_of(&shape, lb.size);
+            buf.unpadded = unpadded;
             (buf.instruction, buf.index, buf.shape) = (name, index, shape);
             found[b] = true;
         }

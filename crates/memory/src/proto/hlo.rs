@@ -242,7 +242,23 @@ pub struct RawInstruction<'a> {
     shape: Option<(&'a [u8], usize)>,
 }
 
-impl RawInstruction<'_> {
+impl<'a> RawInstruction<'a> {
+    /// The encoded shape (empty when absent).
+    pub fn shape_bytes(&self) -> &'a [u8] {
+        self.shape.map_or(&[], |(b, _)| b)
+    }
+    pub fn name(&self) -> Result<String, DecodeError> {
+        match self.name {
+            Some((b, at)) => Ok(std::str::from_utf8(b).map_err(|_| werr(at, "string field is not UTF-8"))?.to_string()),
+            None => Ok(String::new()),
+        }
+    }
+    pub fn shape(&self) -> Result<ProtoShape, DecodeError> {
+        match self.shape {
+            Some((b, at)) => decode_shape(b, at, 0),
+            None => Ok(ProtoShape::default()),
+        }
+    }
     /// The name and shape (no labels).
     pub fn decode(&self) -> Result<ProtoInstruction, DecodeError> {
         let mut instr = ProtoInstruction::default();
