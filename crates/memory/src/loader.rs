@@ -470,7 +470,10 @@ pub fn from_proto_bytes_limited(bytes: Vec<u8>, path: &Path, fallback_name: &str
         let raw_shape = raw.shape_bytes();
         let (array, other) = match shape_memo.get(raw_shape) {
             Some(hit) => (Some(hit.clone()), None),
-            None => match raw.shape()? {
+            None => match {
+                budget.check_transient(crate::proto::hlo::SHAPE_BYTES_PER_BYTE * raw_shape.len() as u64, "an instruction's shape")?;
+                raw.shape()?
+            } {
                 shape @ ProtoShape::Array { .. } => {
                     let text = shape.to_text();
                     let parsed = oomdoc_units::Shape::parse(&text).and_then(|s| s.unpadded_bytes()).ok();

@@ -74,17 +74,25 @@ impl Pb {
 
 /// A valid one-instruction module whose buffer assignment gets `extra` appended.
 fn crafted(extra: impl FnOnce(&mut Pb)) -> Vec<u8> {
+    crafted_with(
+        |s| {
+            s.int(2, 11);
+            s.int(3, 256);
+            s.msg(5, |l| l.int(1, 0));
+        },
+        extra,
+    )
+}
+
+/// [`crafted`] with the instruction's shape written by `shape`.
+fn crafted_with(shape: impl FnOnce(&mut Pb), extra: impl FnOnce(&mut Pb)) -> Vec<u8> {
     let mut pb = Pb(Vec::new());
     pb.msg(1, |m| {
         m.bytes(1, b"jit_crafted");
         m.msg(3, |c| {
             c.msg(2, |i| {
                 i.bytes(1, b"p0");
-                i.msg(3, |s| {
-                    s.int(2, 11);
-                    s.int(3, 256);
-                    s.msg(5, |l| l.int(1, 0));
-                });
+                i.msg(3, shape);
                 i.int(35, 1);
             });
         });
@@ -214,4 +222,22 @@ fn a_million_empty_assigned_values_stay_under_the_bound() {
     // An absolute memory limit below the file's size refuses it unread.
     let (result, _) = measure(&path, Limits { max_bytes: Some(1 << 20), ..Default::default() });
     assert!(matches!(result, Err(MemoryError::TooLarge { .. })), "{result:?}");
+}
+
+#[test]
+fn a_tuple_shape_of_a_million_elements_is_too_large() {
+    let _serial = SERIAL.lock().unwrap();
+    // ShapeProto { element_type: TUPLE, tuple_shapes: [{} × N] }: 2 bytes per element,
+    // about a hundred decoded (and nine more in its text).
+    let elements = repeated(4, b"", N);
+    let path = write("wide-tuple", &crafted_with(|s| {
+        s.int(2, 13);
+        s.0.extend_from_slice(&elements);
+    }, |_| {}));
+    let (result, peak) = measure(&path, Limits::default());
+    match result {
+        Err(e @ MemoryError::TooLarge { .. }) => assert!(e.to_string().contains("shape"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(peak < bound(&path), "peak {peak} bytes, bound {}", bound(&path));
 }

@@ -42,6 +42,15 @@ impl Budget {
         self.used = used;
         Ok(())
     }
+    /// Room for a short-lived allocation of `bytes` (freed before the next charge): it
+    /// must fit in what is left, so that the bound holds at every moment.
+    pub fn check_transient(&self, bytes: u64, what: &'static str) -> Result<(), DecodeError> {
+        let needed = self.used.saturating_add(bytes);
+        if needed > self.limit {
+            return Err(DecodeError::TooLarge { what, limit: self.limit, needed, records: false });
+        }
+        Ok(())
+    }
     /// `n` records of `each` bytes.
     pub fn charge_records(&mut self, n: u64, each: usize, what: &'static str) -> Result<(), DecodeError> {
         if n > self.records_left {
@@ -232,6 +241,11 @@ fn decode_module(buf: &[u8], base: usize, out: &mut HloProtoData, budget: &mut B
     Ok(())
 }
 
+/// Bound on the memory a decoded shape (and its text) takes per byte of its encoding: a
+/// one-byte dimension becomes 8 bytes (16 while its vector doubles) and a two-byte empty
+/// tuple element a 104-byte `ProtoShape` (twice that while doubling).
+pub const SHAPE_BYTES_PER_BYTE: u64 = 128;
+
 /// One instruction of the module: its id (field 35; 0 when absent), where its message
 /// lies, and the raw name (field 1) and shape (field 3) fields, read in one pass.
 pub struct RawInstruction<'a> {
@@ -253,6 +267,7 @@ impl<'a> RawInstruction<'a> {
             None => Ok(String::new()),
         }
     }
+    /// The decoded shape takes at most [`SHAPE_BYTES_PER_BYTE`] × its encoding while alive.
     pub fn shape(&self) -> Result<ProtoShape, DecodeError> {
         match self.shape {
             Some((b, at)) => decode_shape(b, at, 0),
@@ -406,7 +421,8 @@ fn decode_stack_frames(buf: &[u8], base: usize, budget: &mut Budget) -> R<StackF
         match field {
             1 => {
                 let s = string(&v, at)?;
-                budget.charge_records(1, 24 + s.len(), "stack-frame file names")?;
+                // The string and its slot (twice: the vector grows by doubling).
+                budget.charge_records(1, 48 + s.len(), "stack-frame file names")?;
                 index.file_names.push(s);
             }
             3 => {
