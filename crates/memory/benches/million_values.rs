@@ -2,6 +2,8 @@
 //! million HLO values (text dump set and the equivalent HloProto with its heap trace),
 //! timed through both input paths. Set `OOMDOC_BENCH_DIR` to keep the files (e.g. to
 //! time XProf's converter on the same `.hlo.pb`); `OOMDOC_BENCH_VALUES` changes the count.
+//! With `OOMDOC_BENCH_DIR` holding a dump already, it is reused (not rewritten);
+//! `OOMDOC_BENCH_ONLY=text|hlo.pb` times one input only (for a profiler).
 
 use oomdoc_memory::{load_dump, SourcePreference};
 use std::fmt::Write as _;
@@ -177,13 +179,20 @@ fn main() {
     let keep = std::env::var_os("OOMDOC_BENCH_DIR");
     let dir = keep.clone().map(Into::into).unwrap_or_else(|| std::env::temp_dir().join(format!("oomdoc-bench-{}", std::process::id())));
     let t = Instant::now();
-    write_dump(&dir, n);
+    let reuse = keep.is_some() && dir.join(format!("{PREFIX}.hlo.pb")).exists();
+    if !reuse {
+        write_dump(&dir, n);
+    }
     let mut sizes = String::new();
     for s in ["-buffer-assignment.txt", "-buffer-assignment-values.txt", "-live-range.txt", ".hlo.pb"] {
         let _ = write!(sizes, " {s} {:.1} MB", mb(&dir.join(format!("{PREFIX}{s}"))));
     }
-    println!("synthetic dump: {n} values written in {:.2?};{sizes}", t.elapsed());
+    println!("synthetic dump: {n} values {} in {:.2?};{sizes}", if reuse { "reused" } else { "written" }, t.elapsed());
+    let only = std::env::var("OOMDOC_BENCH_ONLY").unwrap_or_default();
     for (label, source) in [("text dump", SourcePreference::Text), ("hlo.pb", SourcePreference::Proto)] {
+        if !only.is_empty() && !label.contains(only.as_str()) {
+            continue;
+        }
         let mut best = f64::MAX;
         let mut peak = 0;
         for _ in 0..3 {

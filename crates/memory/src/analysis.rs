@@ -6,7 +6,7 @@
 //!   real dumps; the trace is preferred when an HloProto is available.
 
 use crate::model::{Liveness, ModuleData};
-use crate::proto::hlo::{EventKind, HeapEvent};
+use crate::proto::hlo::HeapEvent;
 use std::collections::{BTreeMap, HashMap};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -39,129 +39,9 @@ pub fn temp_profile(m: &ModuleData) -> Result<TempProfile, String> {
     }
 }
 
-/// Live list in insertion order with O(1) removal (a buffer can be re-added when revived).
-#[derive(Default)]
-struct LiveList {
-    entries: Vec<(u64, bool)>,
-    latest: HashMap<u64, usize>,
-}
-
-impl LiveList {
-    fn push(&mut self, id: u64) {
-        self.latest.insert(id, self.entries.len());
-        self.entries.push((id, true));
-    }
-    fn remove(&mut self, id: u64) {
-        if let Some(i) = self.latest.remove(&id) {
-            self.entries[i].1 = false;
-        }
-    }
-    fn ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.entries.iter().filter(|e| e.1).map(|e| e.0)
-    }
-}
-
-struct Replay {
-    heap: u64,
-    unpadded: u64,
-    refs: HashMap<u64, u64>,
-    canonical: HashMap<u64, u64>,
-    live: LiveList,
-    /// Canonical buffer → the sharer that revived it, shown in its place.
-    display: HashMap<u64, u64>,
-}
-
-impl Replay {
-    fn root(&self, mut b: u64) -> Result<u64, String> {
-        for _ in 0..=self.canonical.len() {
-            match self.canonical.get(&b) {
-                Some(&c) => b = c,
-                None => return Ok(b),
-            }
-        }
-        Err(format!("SHARE_WITH events form a cycle at logical buffer {b}"))
-    }
-}
-
-/// XProf `ProcessHeapSimulatorTrace`. Peak = first strict maximum after an increase.
+/// XProf `ProcessHeapSimulatorTrace` (see [`crate::replay`]). Peak = first strict maximum after an increase.
 pub fn replay_trace(m: &ModuleData, events: &[HeapEvent]) -> Result<TempProfile, String> {
-    let pos: crate::model::FastMap<u64, usize> = m.buffers.iter().enumerate().map(|(i, b)| (b.id, i)).collect();
-    let sizes = |id: u64| -> Result<(u64, u64), String> {
-        pos.get(&id).map(|&i| (m.buffers[i].size, m.buffers[i].unpadded)).ok_or_else(|| format!("heap event names unknown logical buffer {id}"))
-    };
-    // Never wrap: a heap past 2^64 bytes is an impossible input, named by its buffer.
-    let overflow = |i: usize, id: u64| {
-        let name = pos.get(&id).map(|&b| m.buffers[b].display_name()).unwrap_or_default();
-        format!("the temp heap exceeds 2^64 bytes at heap event {i} (logical buffer {id} {name}): impossible sizes in the input")
-    };
-    let run = |stop_after: Option<usize>| -> Result<(Vec<(String, u64, u64)>, usize, u64, u64, Replay), String> {
-        let mut st = Replay { heap: 0, unpadded: 0, refs: HashMap::new(), canonical: HashMap::new(), live: LiveList::default(), display: HashMap::new() };
-        let mut points = Vec::with_capacity(if stop_after.is_some() { 0 } else { events.len() });
-        let (mut peak, mut peak_unpadded, mut peak_index) = (0u64, 0u64, 0usize);
-        for (i, e) in events.iter().enumerate() {
-            let b = e.buffer_id;
-            let mut increased = false;
-            match e.kind {
-                EventKind::Alloc => {
-                    let r = st.root(b)?;
-                    *st.refs.entry(r).or_insert(0) += 1;
-                    let (s, u) = sizes(b)?;
-                    st.heap = st.heap.checked_add(s).ok_or_else(|| overflow(i, b))?;
-                    st.unpadded = st.unpadded.saturating_add(u);
-                    st.live.push(b);
-                    increased = true;
-                }
-                EventKind::Free => {
-                    let r = st.root(b)?;
-                    let count = st.refs.get_mut(&r).filter(|c| **c > 0).ok_or_else(|| format!("heap event {i} frees logical buffer {b}, which is not allocated"))?;
-                    *count -= 1;
-                    if *count == 0 {
-                        let (s, u) = sizes(r)?;
-                        st.heap = st.heap.checked_sub(s).ok_or_else(|| format!("heap size goes negative at event {i}"))?;
-                        st.unpadded = st.unpadded.saturating_sub(u);
-                        st.live.remove(r);
-                    }
-                }
-                EventKind::ShareWith => {
-                    st.canonical.insert(b, e.share_with);
-                    let r = st.root(e.share_with)?;
-                    let count = st.refs.entry(r).or_insert(0);
-                    *count += 1;
-                    // Only a share that revives fully freed memory costs bytes.
-                    if *count == 1 {
-                        st.display.insert(r, b);
-                        let (s, u) = sizes(r)?;
-                        st.heap = st.heap.checked_add(s).ok_or_else(|| overflow(i, r))?;
-                        st.unpadded = st.unpadded.saturating_add(u);
-                        st.live.push(r);
-                        increased = true;
-                    }
-                }
-            }
-            if increased && st.heap > peak {
-                peak = st.heap;
-                peak_unpadded = st.unpadded;
-                peak_index = i;
-            }
-            if stop_after.is_none() {
-                points.push((e.instruction_name.clone(), st.heap, st.unpadded));
-            }
-            if stop_after == Some(i) {
-                break;
-            }
-        }
-        Ok((points, peak_index, peak, peak_unpadded, st))
-    };
-    let (points, peak_index, peak_bytes, peak_unpadded_bytes, _) = run(None)?;
-    let mut live_at_peak = Vec::new();
-    if peak_bytes > 0 {
-        let (_, _, _, _, st) = run(Some(peak_index))?;
-        for id in st.live.ids() {
-            let shown = st.display.get(&id).copied().unwrap_or(id);
-            live_at_peak.push(*pos.get(&shown).ok_or_else(|| format!("unknown logical buffer {shown}"))?);
-        }
-    }
-    Ok(TempProfile { axis: Axis::HeapEvent, points, peak_index, peak_bytes, peak_unpadded_bytes, live_at_peak })
+    crate::replay::replay_trace(m, events)
 }
 
 /// Sweep of live ranges for the temp allocations of memory color 0. Values at the same

@@ -51,6 +51,8 @@ pub struct DumpModule {
     pub files: ModuleFiles,
     /// The user pointed at one kind of file: analyse that one.
     pub preference: SourcePreference,
+    /// Memory and record limits for decoding the module ([`LoadOptions::limits`]).
+    pub limits: crate::loader::Limits,
 }
 
 impl DumpModule {
@@ -73,10 +75,11 @@ impl DumpModule {
         };
         if use_proto {
             if let Some(p) = &f.hlo_proto {
-                return loader::from_proto(p, &self.name, self.program_id);
+                return loader::from_proto_limited(p, &self.name, self.program_id, &self.limits);
             }
             if let Some(x) = &f.xplane {
-                return loader::from_proto_bytes(x.read_proto()?, &x.path, &self.name, self.program_id);
+                loader::check_input_size(&x.path, x.len, &self.limits)?;
+                return loader::from_proto_bytes_limited(x.read_proto()?, &x.path, &self.name, self.program_id, &self.limits);
             }
             if let Some(gz) = &f.compressed_proto {
                 return loader::from_proto(gz, &self.name, self.program_id);
@@ -177,6 +180,8 @@ pub fn load_dump_paths(paths: &[PathBuf]) -> Result<Dump, MemoryError> {
 pub struct LoadOptions {
     /// Profile run (`plugins/profile/<run>/`) to read; default: the newest (greatest name).
     pub run: Option<String>,
+    /// Memory and record limits for decoding HloProtos (the server sets them).
+    pub limits: crate::loader::Limits,
 }
 
 /// Like [`load_dump_paths`], with options for profile directories.
@@ -256,10 +261,13 @@ pub fn load_dump_with(paths: &[PathBuf], options: &LoadOptions) -> Result<Dump, 
         .filter(|(_, (f, _))| f.buffer_assignment.is_some() || f.hlo_proto.is_some() || f.compressed_proto.is_some())
         .map(|((dir, prefix), (files, preference))| {
             let (name, program_id) = parse_prefix(&prefix);
-            DumpModule { name, program_id, prefix, dir, files, preference }
+            DumpModule { name, program_id, prefix, dir, files, preference, limits: options.limits }
         })
         .collect();
     crate::profile::merge_xplanes(&mut modules, &xplanes)?;
+    for m in &mut modules {
+        m.limits = options.limits;
+    }
     if modules.is_empty() {
         return Err(MemoryError::NoDumps { path: root });
     }

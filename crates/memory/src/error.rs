@@ -27,6 +27,12 @@ pub enum MemoryError {
     #[error("module {module}: {message}")]
     Incomplete { module: String, message: String },
 
+    /// Decoding would take more memory (or more records) than allowed: at most
+    /// [`crate::MAX_BYTES_PER_INPUT_BYTE`] × the input's size, or the caller's
+    /// [`crate::Limits`]. The server answers 413.
+    #[error("{}: too large to analyse: {what} would need {needed} {}, over the limit of {limit} (at most {} bytes of memory per input byte, or the configured limit)", path.display(), if *records { "records" } else { "bytes of memory" }, crate::MAX_BYTES_PER_INPUT_BYTE)]
+    TooLarge { path: PathBuf, what: String, limit: u64, needed: u64, records: bool },
+
     #[error("{}: no profile run `{run}`; runs there: {}", path.display(), available.join(", "))]
     NoRun { path: PathBuf, run: String, available: Vec<String> },
 

@@ -68,7 +68,8 @@ pub fn read_all(path: &Path) -> Result<Vec<u8>, MemoryError> {
     read_all_capped(path, MAX_IN_MEMORY)
 }
 
-fn read_all_capped(path: &Path, cap: u64) -> Result<Vec<u8>, MemoryError> {
+/// [`read_all`], decompressing at most `cap` bytes.
+pub fn read_all_capped(path: &Path, cap: u64) -> Result<Vec<u8>, MemoryError> {
     if !is_gzip(path)? {
         return std::fs::read(path).map_err(|e| MemoryError::io(path, e));
     }

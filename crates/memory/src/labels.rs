@@ -29,11 +29,18 @@ fn label_of(meta: &InstructionMeta, frames: &StackFrameIndex) -> Label {
 pub fn resolve_labels(m: &ModuleData, wanted: &HashSet<u64>) -> Result<HashMap<u64, Label>, MemoryError> {
     let mut out = HashMap::new();
     match &m.labels {
-        LabelSource::Proto { instructions, instruction_ids, frames } => {
-            for &id in wanted {
-                if let Some(instr) = instruction_ids.get(&id).and_then(|iid| instructions.get(iid)) {
-                    out.insert(id, label_of(&instr.meta, frames));
+        LabelSource::Proto { bytes, spans, instruction_of, frames } => {
+            for (pos, b) in m.buffers.iter().enumerate() {
+                if !wanted.contains(&b.id) {
+                    continue;
                 }
+                let Some(&iid) = instruction_of.get(pos) else { continue };
+                let Ok(k) = spans.binary_search_by_key(&iid, |s| s.0) else { continue };
+                let (_, at, len) = spans[k];
+                let path = m.sources.first().map(|p| p.as_path()).unwrap_or(std::path::Path::new(&m.name));
+                let instr = crate::proto::hlo::decode_instruction_at(bytes, (at as usize, len as usize))
+                    .map_err(|e| MemoryError::Proto { path: path.to_path_buf(), message: format!("byte {}: {}", e.offset, e.message) })?;
+                out.insert(b.id, label_of(&instr.meta, frames));
             }
         }
         LabelSource::Text { values_file, hlo_text } => {

@@ -2,9 +2,8 @@
 
 use crate::error::MemoryError;
 use crate::model::{unpadded_size, Allocation, Buffer, LabelSource, Liveness, ModuleData};
-use crate::proto::hlo::{decode_hlo_proto, decode_instruction_at, EventKind, HeapEvent, ProtoInstruction};
+use crate::proto::hlo::{decode_hlo_proto_limited, for_each_instruction, Budget, DecodeError, EventKind, HeapEvent, ProtoLogicalBuffer, ProtoShape};
 use crate::text::{buffer_assignment, live_range, live_range_key};
-use std::collections::HashMap;
 use std::path::Path;
 
 /// From `-buffer-assignment.txt` + `-live-range.txt` (values file and HLO text only for labels).
@@ -30,13 +29,17 @@ pub fn from_text_files(
     hlo_text: Option<&Path>,
     usage_report: Option<&Path>,
 ) -> Result<ModuleData, MemoryError> {
-    let ba = buffer_assignment::parse_file(ba_path)?;
+    let mut ba = buffer_assignment::parse_file(ba_path)?;
     let mut allocations = Vec::with_capacity(ba.allocations.len());
-    let mut buffers = Vec::new();
+    let n_values: usize = ba.allocations.iter().map(|a| a.values.len()).sum();
+    // Shapes repeat: parse each distinct one once.
+    let mut unpadded_cache: crate::model::FastMap<String, u64> = Default::default();
+    let mut buffers = Vec::with_capacity(n_values);
     let mut seen_ids: crate::model::FastSet<u64> = Default::default();
+    seen_ids.reserve(n_values);
     // Lines of each buffer, for error messages.
-    let mut buffer_lines = Vec::new();
-    for a in &ba.allocations {
+    let mut buffer_lines = Vec::with_capacity(n_values);
+    for a in &mut ba.allocations {
         let pos = allocations.len();
         let mut alloc = Allocation {
             index: a.index,
@@ -50,7 +53,7 @@ pub fn from_text_files(
             thread_local: a.thread_local,
             buffers: Vec::with_capacity(a.values.len()),
         };
-        for v in &a.values {
+        for v in &mut a.values {
             if !seen_ids.insert(v.id) {
                 return Err(MemoryError::inconsistent(ba_path, Some(v.line), format!("value {} appears in two allocations", v.id)));
             }
@@ -63,19 +66,34 @@ pub fn from_text_files(
             }
             alloc.buffers.push(buffers.len());
             buffer_lines.push(v.line);
+            // A shape's unpadded size does not depend on the value's size unless the shape
+            // is a tuple or unreadable (then it is the size itself): cache the others.
+            let unpadded = match unpadded_cache.get(v.shape.as_str()) {
+                Some(&u) => u,
+                None => {
+                    let u = unpadded_size(&v.shape, v.size);
+                    let fixed = !v.shape.starts_with('(') && oomdoc_units::Shape::parse(&v.shape).and_then(|s| s.unpadded_bytes()).is_ok();
+                    if fixed && unpadded_cache.len() < 4096 {
+                        unpadded_cache.insert(v.shape.clone(), u);
+                    }
+                    u
+                }
+            };
             buffers.push(Buffer {
                 id: v.id,
-                instruction: v.instruction.clone(),
-                index: v.index.clone(),
+                instruction: std::mem::take(&mut v.instruction),
+                index: std::mem::take(&mut v.index),
                 size: v.size,
-                unpadded: unpadded_size(&v.shape, v.size),
+                unpadded,
                 offset: v.offset,
                 allocation: pos,
-                shape: v.shape.clone(),
+                shape: std::mem::take(&mut v.shape),
             });
         }
         allocations.push(alloc);
     }
+    // The values' strings moved into the buffers; free the rest now.
+    ba.allocations = Vec::new();
     if let Some(total) = ba.total_bytes_used {
         check_total(ba_path, total, &allocations)?;
     }
@@ -104,9 +122,15 @@ pub fn from_text_files(
         Some(path) => match live_range::parse_file(path)? {
             Some(lr) => {
                 let mut ranges = Vec::with_capacity(buffers.len());
+                // `live_range_key` into one reused string (no allocation per value).
+                let mut key = String::new();
                 for (b, &line) in buffers.iter().zip(&buffer_lines) {
                     let alloc = &allocations[b.allocation];
-                    let range = lr.ranges.get(&live_range_key(&b.instruction, &b.index)).map(|&(s, e, _)| (s, e));
+                    key.clear();
+                    key.push_str(&b.instruction);
+                    key.push_str(if b.index.is_empty() { "{}" } else { &b.index });
+                    debug_assert_eq!(key, live_range_key(&b.instruction, &b.index));
+                    let range = lr.ranges.get(key.as_str()).map(|&(s, e, _)| (s, e));
                     if range.is_none() && alloc.is_temp() && alloc.color == 0 {
                         return Err(MemoryError::inconsistent(
                             path,
@@ -226,35 +250,161 @@ fn check_space_totals(report: &Path, ba_path: &Path, allocations: &[Allocation])
     Ok(())
 }
 
+/// Decoded memory of a proto load never exceeds this many bytes per input byte (the
+/// input itself, which stays in memory for labels, included), plus [`DECODE_SLACK_BYTES`]:
+/// every byte kept is charged before it is allocated, and a load that would pass the
+/// bound ends with [`MemoryError::TooLarge`]. Real dumps need 1.1 (a 48-layer
+/// transformer) to 5.6 (a million-value synthetic module, the densest case measured);
+/// see `docs/memory.md`. Each heap event is charged what its analysis keeps too, so
+/// the bound covers loading and analysing (not rendering the report).
+pub const MAX_BYTES_PER_INPUT_BYTE: u64 = 8;
+
+/// The constant part of the bound: names, tables and the like of tiny inputs.
+pub const DECODE_SLACK_BYTES: u64 = 16 << 20;
+
+/// Caller's limits for one load, on top of [`MAX_BYTES_PER_INPUT_BYTE`] (which always
+/// applies). Exceeding either gives [`MemoryError::TooLarge`] (the server answers 413).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Most bytes the decoded module may take.
+    pub max_bytes: Option<u64>,
+    /// Most records (logical buffers, assigned values, heap events, instruction names).
+    pub max_records: Option<u64>,
+}
+
+impl Limits {
+    /// The budget of a load whose input is `input_len` bytes.
+    pub fn budget_for(&self, input_len: u64) -> Budget {
+        let bound = MAX_BYTES_PER_INPUT_BYTE.saturating_mul(input_len).saturating_add(DECODE_SLACK_BYTES);
+        Budget::new(self.max_bytes.map_or(bound, |m| m.min(bound)), self.max_records.unwrap_or(u64::MAX))
+    }
+}
+
+/// An input of `len` bytes that alone passes `limits` is refused before it is read.
+pub fn check_input_size(path: &Path, len: u64, limits: &Limits) -> Result<(), MemoryError> {
+    match limits.max_bytes {
+        Some(max) if len > max => Err(MemoryError::TooLarge { path: path.to_path_buf(), what: "the HloProto".into(), limit: max, needed: len, records: false }),
+        _ => Ok(()),
+    }
+}
+
+fn too_large(path: &Path, e: DecodeError) -> MemoryError {
+    match e {
+        DecodeError::Wire(e) => MemoryError::proto(path, format!("byte {}: {} (is this an xla.HloProto from --xla_dump_hlo_as_proto?)", e.offset, e.message)),
+        DecodeError::TooLarge { what, limit, needed, records } => MemoryError::TooLarge { path: path.to_path_buf(), what: what.to_string(), limit, needed, records },
+    }
+}
+
 /// From an `xla.HloProto` (`*.hlo.pb`, `*.hlo_proto.pb`).
 pub fn from_proto(path: &Path, fallback_name: &str, program_id: Option<u64>) -> Result<ModuleData, MemoryError> {
-    // `*.hlo.pb.gz` (--xla_dump_compress_protos) is decompressed here.
-    let bytes = crate::gz::read_all(path)?;
-    from_proto_bytes(bytes, path, fallback_name, program_id)
+    from_proto_limited(path, fallback_name, program_id, &Limits::default())
+}
+
+/// [`from_proto`] within `limits`. `*.hlo.pb.gz` (--xla_dump_compress_protos) is
+/// decompressed here, never past `limits.max_bytes`.
+pub fn from_proto_limited(path: &Path, fallback_name: &str, program_id: Option<u64>, limits: &Limits) -> Result<ModuleData, MemoryError> {
+    let len = std::fs::metadata(path).map_err(|e| MemoryError::io(path, e))?.len();
+    check_input_size(path, len, limits)?;
+    let bytes = match limits.max_bytes {
+        Some(max) => crate::gz::read_all_capped(path, max)?,
+        None => crate::gz::read_all(path)?,
+    };
+    check_input_size(path, bytes.len() as u64, limits)?;
+    from_proto_bytes_limited(bytes, path, fallback_name, program_id, limits)
 }
 
 /// From the bytes of an `xla.HloProto` (e.g. one read out of a profile's XSpace);
 /// `path` names where they came from in messages.
 pub fn from_proto_bytes(bytes: Vec<u8>, path: &Path, fallback_name: &str, program_id: Option<u64>) -> Result<ModuleData, MemoryError> {
-    let wire_error = |e: crate::proto::wire::WireError| MemoryError::proto(path, format!("byte {}: {} (is this an xla.HloProto from --xla_dump_hlo_as_proto?)", e.offset, e.message));
-    let proto = decode_hlo_proto(&bytes).map_err(wire_error)?;
-    // Decode only the instructions that define buffers, once each.
-    let mut instructions: HashMap<u64, ProtoInstruction> = HashMap::new();
-    for lb in proto.logical_buffers.values() {
-        if let std::collections::hash_map::Entry::Vacant(slot) = instructions.entry(lb.instruction_id) {
-            if let Some(&span) = proto.instruction_spans.get(&lb.instruction_id) {
-                slot.insert(decode_instruction_at(&bytes, span).map_err(wire_error)?);
+    from_proto_bytes_limited(bytes, path, fallback_name, program_id, &Limits::default())
+}
+
+const NONE: u32 = u32::MAX;
+
+/// Logical buffer id → position: a dense table when ids are dense (XLA numbers them
+/// from 0), else a sorted list.
+enum IdIndex {
+    Dense(Vec<u32>),
+    Sorted(Vec<(u64, u32)>),
+}
+
+impl IdIndex {
+    fn build(ids: &[ProtoLogicalBuffer], budget: &mut Budget) -> Result<Result<IdIndex, u64>, DecodeError> {
+        let n = ids.len() as u64;
+        let max = ids.iter().map(|lb| lb.id).max().unwrap_or(0);
+        if max < n.saturating_mul(2).saturating_add(1024) {
+            budget.charge(4 * (max + 1), "the logical-buffer index")?;
+            let mut v = vec![NONE; max as usize + 1];
+            for (i, lb) in ids.iter().enumerate() {
+                let slot = &mut v[lb.id as usize];
+                if *slot != NONE {
+                    return Ok(Err(lb.id));
+                }
+                *slot = i as u32;
             }
+            Ok(Ok(IdIndex::Dense(v)))
+        } else {
+            budget.charge(16 * n, "the logical-buffer index")?;
+            let mut v: Vec<(u64, u32)> = ids.iter().enumerate().map(|(i, lb)| (lb.id, i as u32)).collect();
+            v.sort_unstable();
+            if let Some(w) = v.windows(2).find(|w| w[0].0 == w[1].0) {
+                return Ok(Err(w[0].0));
+            }
+            Ok(Ok(IdIndex::Sorted(v)))
         }
     }
-    drop(bytes);
-    let name = if proto.module_name.is_empty() { fallback_name.to_string() } else { proto.module_name.clone() };
-    let program_id = program_id.or(proto.module_id);
+    fn get(&self, id: u64) -> Option<usize> {
+        match self {
+            IdIndex::Dense(v) => usize::try_from(id).ok().and_then(|i| v.get(i)).filter(|&&p| p != NONE).map(|&p| p as usize),
+            IdIndex::Sorted(v) => v.binary_search_by_key(&id, |x| x.0).ok().map(|i| v[i].1 as usize),
+        }
+    }
+}
 
+/// [`from_proto_bytes`] within `limits`.
+pub fn from_proto_bytes_limited(bytes: Vec<u8>, path: &Path, fallback_name: &str, program_id: Option<u64>, limits: &Limits) -> Result<ModuleData, MemoryError> {
+    let tl = |e: DecodeError| too_large(path, e);
+    // Protocol buffers cannot exceed 2 GiB; positions below are kept as 32-bit offsets.
+    if u32::try_from(bytes.len()).is_err() {
+        return Err(MemoryError::proto(path, format!("{} bytes: larger than any protocol buffer (2 GiB); not an xla.HloProto", bytes.len())));
+    }
+    let mut budget = limits.budget_for(bytes.len() as u64);
+    budget.charge(bytes.len() as u64, "the HloProto").map_err(tl)?;
+    let mut proto = decode_hlo_proto_limited(&bytes, &mut budget).map_err(tl)?;
+    let lbs = std::mem::take(&mut proto.logical_buffers);
+    let index = match IdIndex::build(&lbs, &mut budget).map_err(tl)? {
+        Ok(index) => index,
+        Err(id) => return Err(MemoryError::inconsistent(path, None, format!("logical buffer {id} is defined twice"))),
+    };
+
+    let name = if proto.module_name.is_empty() { fallback_name.to_string() } else { std::mem::take(&mut proto.module_name) };
+    let program_id = program_id.or(proto.module_id);
+    let lb_name = |lb: &ProtoLogicalBuffer| -> String {
+        let (off, len) = (lb.instruction_name.0 as usize, lb.instruction_name.1 as usize);
+        bytes.get(off..off + len).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or("").to_string()
+    };
+
+    let n_assigned = proto.assigned.len();
+    budget
+        .charge((std::mem::size_of::<Buffer>() + 8 + 4) as u64 * n_assigned as u64 + (std::mem::size_of::<Allocation>() as u64) * proto.allocations.len() as u64, "buffers")
+        .map_err(tl)?;
     let mut allocations = Vec::with_capacity(proto.allocations.len());
-    let mut buffers = Vec::new();
-    let mut buffer_pos: HashMap<u64, usize> = HashMap::new();
-    let mut instruction_ids = HashMap::new();
+    let mut buffers: Vec<Buffer> = Vec::with_capacity(n_assigned);
+    let mut instruction_of: Vec<u64> = Vec::with_capacity(n_assigned);
+    // Logical buffer position → buffer position.
+    let mut buffer_of: Vec<u32> = vec![NONE; lbs.len()];
+    let mut shape_cache: crate::model::FastMap<String, Option<u64>> = Default::default();
+    let mut unpadded_of = |shape: &str, size: u64| -> u64 {
+        if let Some(u) = shape_cache.get(shape) {
+            return u.unwrap_or(size);
+        }
+        let u = unpadded_size(shape, size);
+        let parsed = if shape.starts_with('(') { None } else { oomdoc_units::Shape::parse(shape).and_then(|s| s.unpadded_bytes()).ok() };
+        if shape_cache.len() < 4096 {
+            shape_cache.insert(shape.to_string(), parsed);
+        }
+        u
+    };
     for a in &proto.allocations {
         let pos = allocations.len();
         let mut alloc = Allocation {
@@ -268,36 +418,33 @@ pub fn from_proto_bytes(bytes: Vec<u8>, path: &Path, fallback_name: &str, progra
             thread_local: a.thread_local,
             buffers: Vec::with_capacity(a.assigned.len()),
         };
-        for &(id, offset, _assigned_size) in &a.assigned {
-            let lb = proto
-                .logical_buffers
-                .get(&id)
+        for &(id, offset, _assigned_size) in &proto.assigned[a.assigned.clone()] {
+            let l = index
+                .get(id)
                 .ok_or_else(|| MemoryError::inconsistent(path, None, format!("allocation {} holds logical buffer {id}, which the proto does not define", a.index)))?;
-            if buffer_pos.insert(id, buffers.len()).is_some() {
+            if buffer_of[l] != NONE {
                 return Err(MemoryError::inconsistent(path, None, format!("logical buffer {id} is assigned twice")));
             }
-            let instr = instructions.get(&lb.instruction_id);
-            let shape = instr.and_then(|i| i.shape.subshape(&lb.shape_index)).map(|s| s.to_text()).unwrap_or_default();
-            let index = if instr.map_or(false, |i| matches!(i.shape, crate::proto::hlo::ProtoShape::Tuple(_))) {
-                format!("{{{}}}", lb.shape_index.iter().map(u64::to_string).collect::<Vec<_>>().join(","))
-            } else {
-                String::new()
-            };
-            let instruction = instr.map(|i| i.name.clone()).filter(|n| !n.is_empty()).unwrap_or_else(|| lb.instruction_name.clone());
-            instruction_ids.insert(id, lb.instruction_id);
+            let lb = &lbs[l];
+            buffer_of[l] = buffers.len() as u32;
             alloc.buffers.push(buffers.len());
-            buffers.push(Buffer { id, instruction, index, size: lb.size, unpadded: unpadded_size(&shape, lb.size), offset, allocation: pos, shape });
+            instruction_of.push(lb.instruction_id);
+            // Names and shapes come from the instructions, below.
+            buffers.push(Buffer { id, instruction: String::new(), index: String::new(), size: lb.size, unpadded: lb.size, offset, allocation: pos, shape: String::new() });
         }
         allocations.push(alloc);
     }
+    drop(std::mem::take(&mut proto.assigned));
 
+    // Assigned buffer position of a logical buffer id.
+    let assigned_pos = |buffer_of: &[u32], id: u32| -> Option<usize> { index.get(u64::from(id)).map(|l| buffer_of[l]).filter(|&b| b != NONE).map(|b| b as usize) };
     // XProf: a trace belongs to the allocation of its first event's buffer (the trace's
     // own allocation index is stale); use the first temp allocation of color 0 that owns one.
-    let mut owner: HashMap<usize, usize> = HashMap::new();
+    let mut owner: Vec<Option<usize>> = vec![None; allocations.len()];
     for (t, trace) in proto.traces.iter().enumerate() {
         if let Some(first) = trace.events.first() {
-            if let Some(&b) = buffer_pos.get(&first.buffer_id) {
-                owner.insert(buffers[b].allocation, t);
+            if let Some(b) = assigned_pos(&buffer_of, first.buffer) {
+                owner[buffers[b].allocation] = Some(t);
             }
         }
     }
@@ -307,7 +454,7 @@ pub fn from_proto_bytes(bytes: Vec<u8>, path: &Path, fallback_name: &str, progra
     for i in order {
         let a = &allocations[i];
         if a.color == 0 && !a.is_indefinite() && !a.thread_local {
-            if let Some(&t) = owner.get(&i) {
+            if let Some(t) = owner[i] {
                 chosen = Some(t);
                 break;
             }
@@ -315,76 +462,176 @@ pub fn from_proto_bytes(bytes: Vec<u8>, path: &Path, fallback_name: &str, progra
     }
     if chosen.is_none() {
         // XProf's fallback: the trace with most events on buffers of memory space 0.
-        let on_space0 = |t: &crate::proto::hlo::ProtoTrace| t.events.iter().filter(|e| buffer_pos.get(&e.buffer_id).map_or(false, |&b| allocations[buffers[b].allocation].color == 0)).count();
+        let on_space0 = |t: &crate::proto::hlo::ProtoTrace| t.events.iter().filter(|e| assigned_pos(&buffer_of, e.buffer).map_or(false, |b| allocations[buffers[b].allocation].color == 0)).count();
         chosen = proto.traces.iter().enumerate().map(|(t, tr)| (t, on_space0(tr))).filter(|&(_, n)| n > 0).max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map(|(t, _)| t);
     }
-    let mut traces = proto.traces;
-    let liveness = match chosen {
-        Some(t) => {
-            let events = std::mem::take(&mut traces[t].events);
-            for (i, e) in events.iter().enumerate() {
-                for id in [Some(e.buffer_id), (e.kind == EventKind::ShareWith).then_some(e.share_with)].into_iter().flatten() {
-                    if !proto.logical_buffers.contains_key(&id) {
-                        return Err(MemoryError::inconsistent(path, None, format!("heap-simulator event {i} names logical buffer {id}, which the proto does not define")));
-                    }
+    let ids_of = |e: &HeapEvent| [Some(e.buffer), (e.kind == EventKind::ShareWith).then_some(e.share_with)];
+    let mut traces = std::mem::take(&mut proto.traces);
+    let mut chosen_events = Vec::new();
+    if let Some(t) = chosen {
+        chosen_events = std::mem::take(&mut traces[t].events);
+        for (i, e) in chosen_events.iter().enumerate() {
+            for id in ids_of(e).into_iter().flatten() {
+                if index.get(u64::from(id)).is_none() {
+                    return Err(MemoryError::inconsistent(path, None, format!("heap-simulator event {i} names logical buffer {id}, which the proto does not define")));
                 }
             }
-            Liveness::Trace(events)
         }
-        None => Liveness::None,
-    };
+    }
     // The other traces (other memory spaces) with the allocation owning their first event.
-    let mut other_traces: Vec<(Option<usize>, Vec<HeapEvent>)> = Vec::new();
+    let mut others: Vec<(Option<usize>, Vec<HeapEvent>)> = Vec::new();
     for (t, trace) in traces.into_iter().enumerate() {
         if Some(t) == chosen || trace.events.is_empty() {
             continue;
         }
-        if trace.events.iter().any(|e| !proto.logical_buffers.contains_key(&e.buffer_id) || (e.kind == EventKind::ShareWith && !proto.logical_buffers.contains_key(&e.share_with))) {
+        if trace.events.iter().any(|e| ids_of(e).into_iter().flatten().any(|id| index.get(u64::from(id)).is_none())) {
             continue;
         }
-        let owner = trace.events.first().and_then(|e| buffer_pos.get(&e.buffer_id)).map(|&b| buffers[b].allocation);
-        other_traces.push((owner, trace.events));
+        let owner = trace.events.first().and_then(|e| assigned_pos(&buffer_of, e.buffer)).map(|b| buffers[b].allocation);
+        others.push((owner, trace.events));
     }
-    // Buffers seen in a trace but assigned nowhere still need a size: add them,
-    // outside any allocation's buffer list.
-    let chosen_events: &[HeapEvent] = match &liveness {
-        Liveness::Trace(events) => events,
-        _ => &[],
-    };
-    for events in std::iter::once(chosen_events).chain(other_traces.iter().map(|(_, e)| e.as_slice())) {
-        let temp_alloc = events.first().and_then(|e| buffer_pos.get(&e.buffer_id)).map(|&b| buffers[b].allocation).unwrap_or(0);
-        for e in events {
-            for id in [Some(e.buffer_id), (e.kind == EventKind::ShareWith).then_some(e.share_with)].into_iter().flatten() {
-                if buffer_pos.contains_key(&id) {
+    // Buffers seen in a trace but assigned nowhere still need a size: add them, outside
+    // any allocation's buffer list (counted first, to size the vectors once). Then events
+    // name buffer positions.
+    {
+        let mut extra = vec![false; lbs.len()];
+        let mut n_extra = 0usize;
+        for events in std::iter::once(&chosen_events).chain(others.iter().map(|(_, e)| e)) {
+            for e in events {
+                for (k, id) in [e.buffer, e.share_with].into_iter().enumerate() {
+                    if k == 1 && e.kind != EventKind::ShareWith {
+                        continue;
+                    }
+                    let l = index.get(u64::from(id)).expect("checked above");
+                    if buffer_of[l] == NONE && !extra[l] {
+                        extra[l] = true;
+                        n_extra += 1;
+                    }
+                }
+            }
+        }
+        budget.charge((std::mem::size_of::<Buffer>() + 8) as u64 * n_extra as u64, "buffers").map_err(tl)?;
+        buffers.reserve_exact(n_extra);
+        instruction_of.reserve_exact(n_extra);
+    }
+    for events in std::iter::once(&mut chosen_events).chain(others.iter_mut().map(|(_, e)| e)) {
+        let temp_alloc = events.first().and_then(|e| assigned_pos(&buffer_of, e.buffer)).map(|b| buffers[b].allocation).unwrap_or(0);
+        for e in events.iter_mut() {
+            let share = e.kind == EventKind::ShareWith;
+            for (k, id) in [e.buffer, e.share_with].into_iter().enumerate() {
+                if k == 1 && !share {
                     continue;
                 }
-                let lb = &proto.logical_buffers[&id];
-                let instr = instructions.get(&lb.instruction_id);
-                let shape = instr.and_then(|i| i.shape.subshape(&lb.shape_index)).map(|s| s.to_text()).unwrap_or_default();
-                buffer_pos.insert(id, buffers.len());
-                instruction_ids.insert(id, lb.instruction_id);
-                buffers.push(Buffer {
-                    id,
-                    instruction: instr.map(|i| i.name.clone()).unwrap_or_else(|| lb.instruction_name.clone()),
-                    index: String::new(),
-                    size: lb.size,
-                    unpadded: unpadded_size(&shape, lb.size),
-                    offset: 0,
-                    allocation: temp_alloc,
-                    shape,
-                });
+                let l = index.get(u64::from(id)).expect("checked above");
+                if buffer_of[l] == NONE {
+                    let lb = &lbs[l];
+                    buffer_of[l] = buffers.len() as u32;
+                    instruction_of.push(lb.instruction_id);
+                    buffers.push(Buffer { id: lb.id, instruction: String::new(), index: String::new(), size: lb.size, unpadded: lb.size, offset: 0, allocation: temp_alloc, shape: String::new() });
+                }
+                if k == 0 {
+                    e.buffer = buffer_of[l];
+                } else {
+                    e.share_with = buffer_of[l];
+                }
             }
         }
     }
+    let liveness = if chosen.is_some() { Liveness::Trace(chosen_events) } else { Liveness::None };
+
+    // One walk over the module's instructions: the name and shape of each buffer's
+    // defining instruction (buffers sorted by instruction id, binary-searched), and where
+    // each such instruction lies, for labels.
+    // by_instr (16 bytes), spans (16) and found (1) per buffer.
+    budget.charge(40 * buffers.len() as u64, "buffer shapes").map_err(tl)?;
+    let mut by_instr: Vec<(u64, u32)> = instruction_of.iter().enumerate().map(|(b, &i)| (i, b as u32)).collect();
+    by_instr.sort_unstable();
+    let mut spans: Vec<(u64, u32, u32)> = Vec::with_capacity(buffers.len().min(1 << 20));
+    let mut found = vec![false; buffers.len()];
+    let mut shape_memo: crate::model::FastMap<&[u8], (String, Option<u64>)> = Default::default();
+    for_each_instruction(&bytes, proto.module_span, |raw| {
+        let id = raw.id;
+        let first = by_instr.partition_point(|x| x.0 < id);
+        if by_instr.get(first).map_or(true, |x| x.0 != id) {
+            return Ok(());
+        }
+        let name = raw.name()?;
+        // Array shapes repeat: their text and unpadded size are made once per distinct
+        // encoding. Other shapes (tuples) are decoded for each instruction.
+        let raw_shape = raw.shape_bytes();
+        let (array, other) = match shape_memo.get(raw_shape) {
+            Some(hit) => (Some(hit.clone()), None),
+            None => match {
+                budget.check_transient(crate::proto::hlo::SHAPE_BYTES_PER_BYTE * raw_shape.len() as u64, "an instruction's shape")?;
+                raw.shape()?
+            } {
+                shape @ ProtoShape::Array { .. } => {
+                    let text = shape.to_text();
+                    let parsed = oomdoc_units::Shape::parse(&text).and_then(|s| s.unpadded_bytes()).ok();
+                    if shape_memo.len() < 4096 {
+                        shape_memo.insert(raw_shape, (text.clone(), parsed));
+                    }
+                    (Some((text, parsed)), None)
+                }
+                shape => (None, Some(shape)),
+            },
+        };
+        if spans.len() == spans.capacity() {
+            budget.charge(16 * spans.capacity().max(1) as u64, "instructions")?;
+        }
+        spans.push((id, raw.offset as u32, raw.body.len() as u32));
+        let tuple = matches!(other, Some(ProtoShape::Tuple(_)));
+        for &(_, b) in by_instr[first..].iter().take_while(|x| x.0 == id) {
+            let b = b as usize;
+            let buf = &mut buffers[b];
+            let lb = &lbs[index.get(buf.id).expect("a buffer's logical buffer")];
+            let (shape, unpadded) = match (&array, &other) {
+                (Some((text, parsed)), _) if lb.shape_index.is_empty() => (text.clone(), parsed.unwrap_or(lb.size)),
+                (Some(_), _) => (String::new(), unpadded_of("", lb.size)),
+                (None, other) => {
+                    let text = other.as_ref().and_then(|s| s.subshape(&lb.shape_index)).map(|s| s.to_text()).unwrap_or_default();
+                    let u = unpadded_of(&text, lb.size);
+                    (text, u)
+                }
+            };
+            // Assigned values fall back on the logical buffer's name and show a tuple index;
+            // values seen only in a trace do neither (as XProf).
+            let (name, index) = if b < n_assigned {
+                let name = if name.is_empty() { lb_name(lb) } else { name.clone() };
+                let index = if tuple { format!("{{{}}}", lb.shape_index.iter().map(u64::to_string).collect::<Vec<_>>().join(",")) } else { String::new() };
+                (name, index)
+            } else {
+                (name.clone(), String::new())
+            };
+            budget.charge((name.len() + index.len() + shape.len()) as u64, "buffer names and shapes")?;
+            buf.unpadded = unpadded;
+            (buf.instruction, buf.index, buf.shape) = (name, index, shape);
+            found[b] = true;
+        }
+        Ok(())
+    })
+    .map_err(tl)?;
+    drop(by_instr);
+    // Several instructions with one id: the last one wins, as it always did.
+    spans.reverse();
+    spans.sort_by_key(|s| s.0);
+    spans.dedup_by_key(|s| s.0);
+    for (buf, _) in buffers.iter_mut().zip(&found).filter(|(_, f)| !**f) {
+        let lb = &lbs[index.get(buf.id).expect("a buffer's logical buffer")];
+        buf.instruction = lb_name(lb);
+        budget.charge(buf.instruction.len() as u64, "buffer names").map_err(tl)?;
+        buf.unpadded = unpadded_of("", lb.size);
+    }
+    drop(found);
     Ok(ModuleData {
         name,
         program_id,
         allocations,
         buffers,
         liveness,
-        labels: LabelSource::Proto { instructions, instruction_ids, frames: proto.stack_frames },
+        labels: LabelSource::Proto { bytes, spans, instruction_of, frames: std::mem::take(&mut proto.stack_frames) },
         sources: vec![path.to_path_buf()],
-        other_traces,
+        other_traces: others,
         warnings: Vec::new(),
     })
 }

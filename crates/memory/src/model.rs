@@ -2,7 +2,7 @@
 //! logical buffers (HLO values) in them, and how liveness is known — a heap-simulator
 //! trace (from an HloProto) or per-value live ranges over the schedule (text dumps).
 
-use crate::proto::hlo::{HeapEvent, ProtoInstruction};
+use crate::proto::hlo::HeapEvent;
 use crate::text::stack_frames::StackFrameIndex;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -77,7 +77,9 @@ impl Buffer {
 
 #[derive(Debug, Clone)]
 pub enum Liveness {
-    /// The heap simulator's ALLOC/FREE/SHARE_WITH events of the temp allocation.
+    /// The heap simulator's ALLOC/FREE/SHARE_WITH events of the temp allocation; their
+    /// buffers are positions in [`ModuleData::buffers`], their names are read with
+    /// [`ModuleData::event_name`].
     Trace(Vec<HeapEvent>),
     /// The flattened schedule and, per buffer, an inclusive `[start, end]` range
     /// (`None` for thread-local values, which have none).
@@ -89,7 +91,10 @@ pub enum Liveness {
 /// Where op names and source lines come from, resolved only for the buffers shown.
 #[derive(Debug)]
 pub enum LabelSource {
-    Proto { instructions: HashMap<u64, ProtoInstruction>, instruction_ids: HashMap<u64, u64>, frames: StackFrameIndex },
+    /// The HloProto's bytes, where each defining instruction lies in them (sorted by
+    /// instruction id: (id, offset, length)), the instruction id of each buffer (by
+    /// position) and the stack frames: labels are decoded for the buffers shown only.
+    Proto { bytes: Vec<u8>, spans: Vec<(u64, u32, u32)>, instruction_of: Vec<u64>, frames: StackFrameIndex },
     Text { values_file: Option<PathBuf>, hlo_text: Option<PathBuf> },
 }
 
@@ -109,6 +114,19 @@ pub struct ModuleData {
     /// Doubts about the input that did not stop the analysis (e.g. a buffer assignment
     /// that may be truncated); shown loudly with the result.
     pub warnings: Vec<String>,
+}
+
+impl ModuleData {
+    /// The instruction name of a heap event (read from the HloProto's bytes).
+    pub fn event_name(&self, e: &HeapEvent) -> &str {
+        match &self.labels {
+            LabelSource::Proto { bytes, .. } => {
+                let (at, len) = (e.name.0 as usize, e.name.1 as usize);
+                bytes.get(at..at + len).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or("")
+            }
+            LabelSource::Text { .. } => "",
+        }
+    }
 }
 
 /// Bytes of a shape without layout padding; tuples and unreadable shapes count as their
@@ -148,7 +166,11 @@ impl std::hash::Hasher for FxHasher {
         self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
     fn finish(&self) -> u64 {
-        self.0
+        // The product's high bits are the well-mixed ones; hashbrown picks the bucket from
+        // the low bits, so rotate them down (as rustc-hash 2 does). Without it, names that
+        // differ only in later bytes (`f123456`, `f123457`) fell into a few hundred
+        // buckets and a million-name table became quadratic.
+        self.0.rotate_left(26)
     }
 }
 

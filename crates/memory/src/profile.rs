@@ -106,6 +106,7 @@ pub fn merge_xplanes(modules: &mut Vec<DumpModule>, xplanes: &[(PathBuf, bool)])
                     dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
                     files,
                     preference: if *explicit { SourcePreference::Proto } else { SourcePreference::Auto },
+                    limits: Default::default(),
                 }),
             }
         }

@@ -120,7 +120,7 @@ pub fn build_report(m: &ModuleData) -> Result<ModuleReport, MemoryError> {
 /// indefinite allocations; the `memory_analysis()` figures are the module's.
 pub fn build_report_for(m: &ModuleData, space: u64) -> Result<ModuleReport, MemoryError> {
     check_sizes(m)?;
-    let profile = crate::spaces::temp_profile_for(m, space).map_err(|msg| MemoryError::inconsistent(m.sources.first().map(|p| p.as_path()).unwrap_or(std::path::Path::new(&m.name)), None, msg))?;
+    let mut profile = crate::spaces::temp_profile_for(m, space).map_err(|msg| MemoryError::inconsistent(m.sources.first().map(|p| p.as_path()).unwrap_or(std::path::Path::new(&m.name)), None, msg))?;
 
     // memory_analysis() figures, split device / host as XLA's CompiledMemoryStats
     // (`PopulateBufferStatsFromAllocations`: host = memory space 5, device = the rest).
@@ -215,17 +215,14 @@ pub fn build_report_for(m: &ModuleData, space: u64) -> Result<ModuleReport, Memo
     keyed.sort_by(|(a, _), (b, _)| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
     buffers_at_peak.extend(keyed.into_iter().map(|(_, b)| b));
 
+    let peak_instruction = profile.points.get(profile.peak_index).map(|p| p.0.clone()).unwrap_or_default();
     let source = || m.sources.first().map(|p| p.as_path()).unwrap_or(std::path::Path::new(&m.name));
     let too_big = |what: &str| MemoryError::inconsistent(source(), None, format!("{what} exceeds 2^64 bytes: impossible sizes in the input"));
+    // The names move from the profile into the timeline (one string per point, not two).
     let mut timeline: Vec<TimelinePoint> = Vec::with_capacity(profile.points.len());
-    for (i, (instr, bytes, unpadded)) in profile.points.iter().enumerate() {
-        let at = |what: &str| too_big(&format!("{what} at position {i} ({instr})"));
-        timeline.push(TimelinePoint {
-            position: i as u64,
-            instruction: instr.clone(),
-            bytes: bytes.checked_add(indefinite_bytes).ok_or_else(|| at("the memory in use"))?,
-            unpadded_bytes: unpadded.saturating_add(indefinite_bytes),
-        });
+    for (i, (instr, bytes, unpadded)) in std::mem::take(&mut profile.points).into_iter().enumerate() {
+        let bytes = bytes.checked_add(indefinite_bytes).ok_or_else(|| too_big(&format!("the memory in use at position {i} ({instr})")))?;
+        timeline.push(TimelinePoint { position: i as u64, instruction: instr, bytes, unpadded_bytes: unpadded.saturating_add(indefinite_bytes) });
     }
     let peak_bytes = profile.peak_bytes.checked_add(indefinite_bytes).ok_or_else(|| too_big("the peak"))?;
     Ok(ModuleReport {
@@ -233,7 +230,7 @@ pub fn build_report_for(m: &ModuleData, space: u64) -> Result<ModuleReport, Memo
         peak_bytes,
         peak_unpadded_bytes: profile.peak_unpadded_bytes.saturating_add(indefinite_bytes),
         peak_position: profile.peak_index as u64,
-        peak_instruction: profile.points.get(profile.peak_index).map(|p| p.0.clone()).unwrap_or_default(),
+        peak_instruction,
         arguments_bytes,
         outputs_bytes,
         alias_bytes,

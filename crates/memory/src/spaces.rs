@@ -98,11 +98,10 @@ pub fn temp_profile_for(m: &ModuleData, space: u64) -> Result<TempProfile, Strin
                 .filter(|(o, _)| m.allocations[*o].color == space && !m.allocations[*o].is_indefinite() && !m.allocations[*o].thread_local)
                 .min_by_key(|(o, _)| m.allocations[*o].index)
                 .map(|(_, e)| e);
-            let pos: crate::model::FastMap<u64, usize> = m.buffers.iter().enumerate().map(|(i, b)| (b.id, i)).collect();
             let of_space = |events: &Vec<crate::proto::hlo::HeapEvent>| {
                 events
                     .iter()
-                    .filter(|e| pos.get(&e.buffer_id).map_or(false, |&b| m.allocations[m.buffers[b].allocation].color == space))
+                    .filter(|e| m.buffers.get(e.buffer as usize).map_or(false, |b| m.allocations[b.allocation].color == space))
                     .count()
             };
             let events = owned.or_else(|| m.other_traces.iter().map(|(_, e)| e).filter(|e| of_space(e) > 0).max_by_key(|e| of_space(e)));

@@ -138,7 +138,7 @@ fn log_dir_with_runs_hosts_cache_and_dump() {
     assert!(dump.select("22").is_ok());
 
     // --run picks the older run; an unknown run is a clear error naming the runs.
-    let only_old = load_dump_with(&[logdir.clone()], &LoadOptions { run: Some(RUN.into()) }).unwrap();
+    let only_old = load_dump_with(&[logdir.clone()], &LoadOptions { run: Some(RUN.into()), ..Default::default() }).unwrap();
     assert_eq!(only_old.modules.len(), 13);
     assert!(
         only_old
@@ -147,7 +147,7 @@ fn log_dir_with_runs_hosts_cache_and_dump() {
             .all(|m| m.files.hlo_proto.as_ref().map_or(true, |p| !p.starts_with(&newest)) && m.files.xplane.as_ref().map_or(true, |x| x.path.starts_with(&older))),
         "the newer run's files are left out"
     );
-    let err = load_dump_with(&[logdir.clone()], &LoadOptions { run: Some("nope".into()) }).unwrap_err().to_string();
+    let err = load_dump_with(&[logdir.clone()], &LoadOptions { run: Some("nope".into()), ..Default::default() }).unwrap_err().to_string();
     assert!(err.contains("nope") && err.contains(RUN) && err.contains("2026_12_01_00_00_00"), "{err}");
     std::fs::remove_dir_all(&logdir).ok();
 }

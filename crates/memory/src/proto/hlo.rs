@@ -1,24 +1,96 @@
 //! Minimal `xla.HloProto` decoding. Field numbers are those of `xla/service/hlo.proto`
 //! and `xla/xla_data.proto`, checked against real dumps; nothing else is read.
+//!
+//! Memory is bounded for any input: records are stored compactly (a heap event is 20
+//! bytes, an empty one is counted and not stored), every vector is sized by a counting
+//! pass before it is filled, and every byte kept is charged to a [`Budget`] that refuses
+//! more than [`crate::MAX_BYTES_PER_INPUT_BYTE`] × the input size (or a caller's limit)
+//! with [`DecodeError::TooLarge`]. Instructions are not decoded here: the loader walks
+//! the module once for the few it needs ([`for_each_instruction`]).
 
 use super::wire::{push_ints, Reader, Value, WireError};
 use crate::text::instruction::InstructionMeta;
 use crate::text::stack_frames::StackFrameIndex;
-use std::collections::HashMap;
+
+/// What the analysis of one heap event keeps, charged with the event: its point of the
+/// temp profile (name, bytes, unpadded: 40) and of the report's timeline (48). The name's
+/// copy is charged per event too.
+pub const ANALYSIS_BYTES_PER_EVENT: usize = 88;
+
+/// Bytes of memory a decode may still take; charged before anything is kept.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    pub limit: u64,
+    pub used: u64,
+    /// Records (heap events, logical buffers, assigned values) still allowed.
+    pub records_left: u64,
+}
+
+impl Budget {
+    pub fn new(limit: u64, max_records: u64) -> Budget {
+        Budget { limit, used: 0, records_left: max_records }
+    }
+    /// No limit (tests and tools).
+    pub fn unlimited() -> Budget {
+        Budget::new(u64::MAX, u64::MAX)
+    }
+    pub fn charge(&mut self, bytes: u64, what: &'static str) -> Result<(), DecodeError> {
+        let used = self.used.saturating_add(bytes);
+        if used > self.limit {
+            return Err(DecodeError::TooLarge { what, limit: self.limit, needed: used, records: false });
+        }
+        self.used = used;
+        Ok(())
+    }
+    /// Room for a short-lived allocation of `bytes` (freed before the next charge): it
+    /// must fit in what is left, so that the bound holds at every moment.
+    pub fn check_transient(&self, bytes: u64, what: &'static str) -> Result<(), DecodeError> {
+        let needed = self.used.saturating_add(bytes);
+        if needed > self.limit {
+            return Err(DecodeError::TooLarge { what, limit: self.limit, needed, records: false });
+        }
+        Ok(())
+    }
+    /// `n` records of `each` bytes.
+    pub fn charge_records(&mut self, n: u64, each: usize, what: &'static str) -> Result<(), DecodeError> {
+        if n > self.records_left {
+            return Err(DecodeError::TooLarge { what, limit: self.records_left, needed: n, records: true });
+        }
+        self.records_left -= n;
+        self.charge(n.saturating_mul(each as u64), what)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    Wire(WireError),
+    /// Keeping the decoded records would pass the memory (or record-count) limit.
+    TooLarge { what: &'static str, limit: u64, needed: u64, records: bool },
+}
+
+impl From<WireError> for DecodeError {
+    fn from(e: WireError) -> DecodeError {
+        DecodeError::Wire(e)
+    }
+}
 
 #[derive(Debug, Default)]
 pub struct HloProtoData {
     pub module_name: String,
     pub entry_computation_name: String,
     pub module_id: Option<u64>,
-    /// Instruction id → (offset, length) of its encoded message in the file; decoded on
-    /// demand with [`decode_instruction_at`], since most instructions (inside fusions)
-    /// define no buffer and decoding them all dominated the run time.
-    pub instruction_spans: HashMap<u64, (usize, usize)>,
+    /// (offset, length) of the `HloModuleProto` in the file; its instructions are read
+    /// with [`for_each_instruction`].
+    pub module_span: (usize, usize),
     pub stack_frames: StackFrameIndex,
-    pub logical_buffers: HashMap<u64, ProtoLogicalBuffer>,
+    pub logical_buffers: Vec<ProtoLogicalBuffer>,
     pub allocations: Vec<ProtoAllocation>,
+    /// (logical buffer id, offset, size) of every assigned value; an allocation owns the
+    /// range [`ProtoAllocation::assigned`] of it.
+    pub assigned: Vec<(u64, u64, u64)>,
     pub traces: Vec<ProtoTrace>,
+    /// Heap events with no field at all (XLA always names the instruction): not kept.
+    pub empty_events: u64,
 }
 
 #[derive(Debug, Default)]
@@ -36,14 +108,15 @@ pub enum ProtoShape {
     Other,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct ProtoLogicalBuffer {
     pub id: u64,
     pub size: u64,
     pub color: u64,
     pub instruction_id: u64,
-    pub instruction_name: String,
-    pub shape_index: Vec<u64>,
+    /// (offset, length) in the file of `defined_at.instruction_name`; (0, 0) if absent.
+    pub instruction_name: (u32, u32),
+    pub shape_index: Box<[u64]>,
 }
 
 #[derive(Debug, Default)]
@@ -59,8 +132,8 @@ pub struct ProtoAllocation {
     pub is_tuple: bool,
     /// Field 13, written by newer XLA; `None` when absent.
     pub aliased_with_output: Option<bool>,
-    /// (logical buffer id, offset, size)
-    pub assigned: Vec<(u64, u64, u64)>,
+    /// Range of [`HloProtoData::assigned`].
+    pub assigned: std::ops::Range<usize>,
 }
 
 #[derive(Debug, Default)]
@@ -75,82 +148,171 @@ pub enum EventKind {
     ShareWith,
 }
 
-#[derive(Debug, Clone)]
+/// One heap-simulator event, 20 bytes. Decoded, `buffer` and `share_with` are logical
+/// buffer ids; in a [`crate::model::ModuleData`] they are positions in its `buffers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeapEvent {
+    pub buffer: u32,
+    pub share_with: u32,
+    /// (offset, length) of the instruction name in the HloProto's bytes (checked UTF-8;
+    /// see [`crate::model::ModuleData::event_name`]).
+    pub name: (u32, u32),
     pub kind: EventKind,
-    pub buffer_id: u64,
-    pub instruction_name: String,
-    pub share_with: u64,
 }
 
-type R<T> = Result<T, WireError>;
+type R<T> = Result<T, DecodeError>;
 
+fn werr(offset: usize, message: &'static str) -> DecodeError {
+    DecodeError::Wire(WireError { offset, message })
+}
 fn bytes<'a>(v: &Value<'a>, at: usize) -> R<&'a [u8]> {
-    v.as_bytes().ok_or(WireError { offset: at, message: "expected a length-delimited field" })
+    v.as_bytes().ok_or(werr(at, "expected a length-delimited field"))
 }
 fn int(v: &Value<'_>, at: usize) -> R<u64> {
-    v.as_u64().ok_or(WireError { offset: at, message: "expected an integer field" })
+    v.as_u64().ok_or(werr(at, "expected an integer field"))
+}
+fn str_of<'a>(v: &Value<'a>, at: usize) -> R<&'a str> {
+    let b = bytes(v, at)?;
+    std::str::from_utf8(b).map_err(|_| werr(at, "string field is not UTF-8"))
 }
 fn string(v: &Value<'_>, at: usize) -> R<String> {
-    let b = bytes(v, at)?;
-    std::str::from_utf8(b).map(str::to_string).map_err(|_| WireError { offset: at, message: "string field is not UTF-8" })
+    str_of(v, at).map(str::to_string)
+}
+fn id32(v: u64, at: usize) -> R<u32> {
+    u32::try_from(v).map_err(|_| werr(at, "logical buffer id above 2^32"))
 }
 
-/// Decode an `HloProto` (module = 1, buffer_assignment = 3).
-pub fn decode_hlo_proto(buf: &[u8]) -> Result<HloProtoData, WireError> {
+/// Number of fields numbered `field` in a message.
+fn count_fields(buf: &[u8], base: usize, field: u32) -> R<u64> {
+    let mut r = Reader::nested(buf, base);
+    let mut n = 0;
+    while let Some((f, _, _)) = r.next_field()? {
+        n += u64::from(f == field);
+    }
+    Ok(n)
+}
+
+/// Decode an `HloProto` (module = 1, buffer_assignment = 3) with no memory limit.
+pub fn decode_hlo_proto(buf: &[u8]) -> Result<HloProtoData, DecodeError> {
+    decode_hlo_proto_limited(buf, &mut Budget::unlimited())
+}
+
+/// Decode an `HloProto`, charging what is kept to `budget`.
+pub fn decode_hlo_proto_limited(buf: &[u8], budget: &mut Budget) -> Result<HloProtoData, DecodeError> {
     let mut out = HloProtoData::default();
     let mut r = Reader::new(buf);
     let (mut saw_module, mut saw_assignment) = (false, false);
     while let Some((field, v, at)) = r.next_field()? {
         match field {
             1 => {
-                decode_module(bytes(&v, at)?, at, &mut out)?;
+                let b = bytes(&v, at)?;
+                out.module_span = (at, b.len());
+                decode_module(b, at, &mut out, budget)?;
                 saw_module = true;
             }
             3 => {
-                decode_buffer_assignment(bytes(&v, at)?, at, &mut out)?;
+                decode_buffer_assignment(bytes(&v, at)?, at, &mut out, budget)?;
                 saw_assignment = true;
             }
             _ => {}
         }
     }
     if !saw_module {
-        return Err(WireError { offset: 0, message: "no HloModuleProto (field 1); not an xla.HloProto" });
+        return Err(werr(0, "no HloModuleProto (field 1); not an xla.HloProto"));
     }
     if !saw_assignment {
-        return Err(WireError { offset: 0, message: "no buffer assignment (field 3); dump the module after optimizations with --xla_dump_hlo_as_proto" });
+        return Err(werr(0, "no buffer assignment (field 3); dump the module after optimizations with --xla_dump_hlo_as_proto"));
     }
     Ok(out)
 }
 
-fn decode_module(buf: &[u8], base: usize, out: &mut HloProtoData) -> R<()> {
+fn decode_module(buf: &[u8], base: usize, out: &mut HloProtoData, budget: &mut Budget) -> R<()> {
     let mut r = Reader::nested(buf, base);
     while let Some((field, v, at)) = r.next_field()? {
         match field {
             1 => out.module_name = string(&v, at)?,
             2 => out.entry_computation_name = string(&v, at)?,
-            3 => decode_computation(bytes(&v, at)?, at, out)?,
             5 => out.module_id = Some(int(&v, at)?),
-            17 => out.stack_frames = decode_stack_frames(bytes(&v, at)?, at)?,
+            17 => out.stack_frames = decode_stack_frames(bytes(&v, at)?, at, budget)?,
             _ => {}
         }
     }
+    budget.charge((out.module_name.len() + out.entry_computation_name.len()) as u64, "module names")?;
     Ok(())
 }
 
-fn decode_computation(buf: &[u8], base: usize, out: &mut HloProtoData) -> R<()> {
-    let mut r = Reader::nested(buf, base);
+/// Bound on the memory a decoded shape (and its text) takes per byte of its encoding: a
+/// one-byte dimension becomes 8 bytes (16 while its vector doubles) and a two-byte empty
+/// tuple element a 104-byte `ProtoShape` (twice that while doubling).
+pub const SHAPE_BYTES_PER_BYTE: u64 = 128;
+
+/// One instruction of the module: its id (field 35; 0 when absent), where its message
+/// lies, and the raw name (field 1) and shape (field 3) fields, read in one pass.
+pub struct RawInstruction<'a> {
+    pub id: u64,
+    pub offset: usize,
+    pub body: &'a [u8],
+    name: Option<(&'a [u8], usize)>,
+    shape: Option<(&'a [u8], usize)>,
+}
+
+impl<'a> RawInstruction<'a> {
+    /// The encoded shape (empty when absent).
+    pub fn shape_bytes(&self) -> &'a [u8] {
+        self.shape.map_or(&[], |(b, _)| b)
+    }
+    pub fn name(&self) -> Result<String, DecodeError> {
+        match self.name {
+            Some((b, at)) => Ok(std::str::from_utf8(b).map_err(|_| werr(at, "string field is not UTF-8"))?.to_string()),
+            None => Ok(String::new()),
+        }
+    }
+    /// The decoded shape takes at most [`SHAPE_BYTES_PER_BYTE`] × its encoding while alive.
+    pub fn shape(&self) -> Result<ProtoShape, DecodeError> {
+        match self.shape {
+            Some((b, at)) => decode_shape(b, at, 0),
+            None => Ok(ProtoShape::default()),
+        }
+    }
+    /// The name and shape (no labels).
+    pub fn decode(&self) -> Result<ProtoInstruction, DecodeError> {
+        let mut instr = ProtoInstruction::default();
+        if let Some((b, at)) = self.name {
+            instr.name = std::str::from_utf8(b).map_err(|_| werr(at, "string field is not UTF-8"))?.to_string();
+        }
+        if let Some((b, at)) = self.shape {
+            instr.shape = decode_shape(b, at, 0)?;
+        }
+        Ok(instr)
+    }
+}
+
+/// Calls `f` for every instruction of every computation of the module at `span` of the
+/// file `buf`.
+pub fn for_each_instruction<'a>(buf: &'a [u8], span: (usize, usize), mut f: impl FnMut(&RawInstruction<'a>) -> Result<(), DecodeError>) -> Result<(), DecodeError> {
+    let module = span.0.checked_add(span.1).and_then(|end| buf.get(span.0..end)).ok_or(werr(span.0, "module outside the file"))?;
+    let mut r = Reader::nested(module, span.0);
     while let Some((field, v, at)) = r.next_field()? {
-        if field == 2 {
-            let body = bytes(&v, at)?;
-            let mut ir = Reader::nested(body, at);
-            let mut id = 0;
+        if field != 3 {
+            continue;
+        }
+        let mut cr = Reader::nested(bytes(&v, at)?, at);
+        while let Some((cf, cv, cat)) = cr.next_field()? {
+            if cf != 2 {
+                continue;
+            }
+            let body = bytes(&cv, cat)?;
+            let mut ir = Reader::nested(body, cat);
+            let mut raw = RawInstruction { id: 0, offset: cat, body, name: None, shape: None };
             while let Some((f, iv, iat)) = ir.next_field()? {
-                if f == 35 {
-                    id = int(&iv, iat)?;
+                match f {
+                    1 => raw.name = Some((bytes(&iv, iat)?, iat)),
+                    3 => raw.shape = Some((bytes(&iv, iat)?, iat)),
+                    35 => raw.id = int(&iv, iat)?,
+                    _ => {}
                 }
             }
-            out.instruction_spans.insert(id, (at, body.len()));
+            f(&raw)?;
         }
     }
     Ok(())
@@ -159,24 +321,26 @@ fn decode_computation(buf: &[u8], base: usize, out: &mut HloProtoData) -> R<()> 
 /// Decode the instruction whose message sits at `span` of the file `buf`.
 pub fn decode_instruction_at(buf: &[u8], span: (usize, usize)) -> Result<ProtoInstruction, WireError> {
     let body = span.0.checked_add(span.1).and_then(|end| buf.get(span.0..end)).ok_or(WireError { offset: span.0, message: "instruction outside the file" })?;
-    decode_instruction(body, span.0).map(|(_, i)| i)
+    decode_instruction(body, span.0, true).map_err(|e| match e {
+        DecodeError::Wire(w) => w,
+        DecodeError::TooLarge { .. } => WireError { offset: span.0, message: "instruction too large" },
+    })
 }
 
-fn decode_instruction(buf: &[u8], base: usize) -> R<(u64, ProtoInstruction)> {
+/// Name and shape (and, with `meta`, the labels) of one instruction message.
+pub fn decode_instruction(buf: &[u8], base: usize, meta: bool) -> R<ProtoInstruction> {
     let mut r = Reader::nested(buf, base);
     let mut instr = ProtoInstruction::default();
-    let mut id = 0;
     while let Some((field, v, at)) = r.next_field()? {
         match field {
             1 => instr.name = string(&v, at)?,
-            2 => instr.meta.opcode = string(&v, at)?,
+            2 if meta => instr.meta.opcode = string(&v, at)?,
             3 => instr.shape = decode_shape(bytes(&v, at)?, at, 0)?,
-            7 => decode_metadata(bytes(&v, at)?, at, &mut instr.meta)?,
-            35 => id = int(&v, at)?,
+            7 if meta => decode_metadata(bytes(&v, at)?, at, &mut instr.meta)?,
             _ => {}
         }
     }
-    Ok((id, instr))
+    Ok(instr)
 }
 
 fn decode_metadata(buf: &[u8], base: usize, meta: &mut InstructionMeta) -> R<()> {
@@ -195,7 +359,7 @@ fn decode_metadata(buf: &[u8], base: usize, meta: &mut InstructionMeta) -> R<()>
 
 fn decode_shape(buf: &[u8], base: usize, depth: usize) -> R<ProtoShape> {
     if depth > 64 {
-        return Err(WireError { offset: base, message: "shape nesting deeper than 64" });
+        return Err(werr(base, "shape nesting deeper than 64"));
     }
     let mut r = Reader::nested(buf, base);
     let mut element_type = 0;
@@ -250,12 +414,17 @@ fn decode_layout(buf: &[u8], base: usize) -> R<LayoutParts> {
     Ok((m2m, tiles, bits, space))
 }
 
-fn decode_stack_frames(buf: &[u8], base: usize) -> R<StackFrameIndex> {
+fn decode_stack_frames(buf: &[u8], base: usize, budget: &mut Budget) -> R<StackFrameIndex> {
     let mut r = Reader::nested(buf, base);
     let mut index = StackFrameIndex::default();
     while let Some((field, v, at)) = r.next_field()? {
         match field {
-            1 => index.file_names.push(string(&v, at)?),
+            1 => {
+                let s = string(&v, at)?;
+                // The string and its slot (twice: the vector grows by doubling).
+                budget.charge_records(1, 48 + s.len(), "stack-frame file names")?;
+                index.file_names.push(s);
+            }
             3 => {
                 let (mut file, mut line) = (0, 0);
                 let mut lr = Reader::nested(bytes(&v, at)?, at);
@@ -266,6 +435,7 @@ fn decode_stack_frames(buf: &[u8], base: usize) -> R<StackFrameIndex> {
                         _ => {}
                     }
                 }
+                budget.charge_records(1, 2 * std::mem::size_of::<(u64, u32)>(), "stack-frame locations")?;
                 index.file_locations.push((file, line));
             }
             4 => {
@@ -278,6 +448,7 @@ fn decode_stack_frames(buf: &[u8], base: usize) -> R<StackFrameIndex> {
                         _ => {}
                     }
                 }
+                budget.charge_records(1, 2 * std::mem::size_of::<(u64, u64)>(), "stack frames")?;
                 index.frames.push((loc, parent));
             }
             _ => {}
@@ -286,23 +457,54 @@ fn decode_stack_frames(buf: &[u8], base: usize) -> R<StackFrameIndex> {
     Ok(index)
 }
 
-fn decode_buffer_assignment(buf: &[u8], base: usize, out: &mut HloProtoData) -> R<()> {
+fn decode_buffer_assignment(buf: &[u8], base: usize, out: &mut HloProtoData, budget: &mut Budget) -> R<()> {
+    // Count first, so that every vector is allocated once at its exact size and charged
+    // before it is filled.
+    let (mut n_lb, mut n_alloc, mut n_assigned, mut n_traces) = (0u64, 0u64, 0u64, 0u64);
+    {
+        let mut r = Reader::nested(buf, base);
+        while let Some((field, v, at)) = r.next_field()? {
+            match field {
+                1 => n_lb += 1,
+                3 => {
+                    n_alloc += 1;
+                    n_assigned += count_fields(bytes(&v, at)?, at, 9)?;
+                }
+                4 => n_traces += 1,
+                _ => {}
+            }
+        }
+    }
+    budget.charge_records(n_lb, std::mem::size_of::<ProtoLogicalBuffer>(), "logical buffers")?;
+    budget.charge_records(n_alloc, std::mem::size_of::<ProtoAllocation>(), "buffer allocations")?;
+    budget.charge_records(n_assigned, std::mem::size_of::<(u64, u64, u64)>(), "assigned values")?;
+    budget.charge_records(n_traces, std::mem::size_of::<ProtoTrace>(), "heap-simulator traces")?;
+    out.logical_buffers.reserve_exact(n_lb as usize);
+    out.allocations.reserve_exact(n_alloc as usize);
+    out.assigned.reserve_exact(n_assigned as usize);
+    out.traces.reserve_exact(n_traces as usize);
     let mut r = Reader::nested(buf, base);
     while let Some((field, v, at)) = r.next_field()? {
         match field {
             1 => {
-                let lb = decode_logical_buffer(bytes(&v, at)?, at)?;
-                out.logical_buffers.insert(lb.id, lb);
+                let lb = decode_logical_buffer(bytes(&v, at)?, at, budget)?;
+                out.logical_buffers.push(lb);
             }
-            3 => out.allocations.push(decode_allocation(bytes(&v, at)?, at)?),
-            4 => out.traces.push(decode_trace(bytes(&v, at)?, at)?),
+            3 => {
+                let a = decode_allocation(bytes(&v, at)?, at, &mut out.assigned)?;
+                out.allocations.push(a);
+            }
+            4 => {
+                let t = decode_trace(bytes(&v, at)?, at, &mut out.empty_events, budget)?;
+                out.traces.push(t);
+            }
             _ => {}
         }
     }
     Ok(())
 }
 
-fn decode_logical_buffer(buf: &[u8], base: usize) -> R<ProtoLogicalBuffer> {
+fn decode_logical_buffer(buf: &[u8], base: usize, budget: &mut Budget) -> R<ProtoLogicalBuffer> {
     let mut r = Reader::nested(buf, base);
     let mut lb = ProtoLogicalBuffer::default();
     while let Some((field, v, at)) = r.next_field()? {
@@ -311,13 +513,22 @@ fn decode_logical_buffer(buf: &[u8], base: usize) -> R<ProtoLogicalBuffer> {
             2 => lb.size = int(&v, at)?,
             3 => {
                 let mut lr = Reader::nested(bytes(&v, at)?, at);
+                let mut index = Vec::new();
                 while let Some((f, lv, lat)) = lr.next_field()? {
                     match f {
-                        2 => lb.instruction_name = string(&lv, lat)?,
-                        3 => push_ints(lv, lat, &mut lb.shape_index)?,
+                        2 => {
+                            let s = str_of(&lv, lat)?;
+                            let off = u32::try_from(lat).map_err(|_| werr(lat, "HloProto larger than 4 GiB"))?;
+                            lb.instruction_name = (off, s.len() as u32);
+                        }
+                        3 => push_ints(lv, lat, &mut index)?,
                         4 => lb.instruction_id = int(&lv, lat)?,
                         _ => {}
                     }
+                }
+                if !index.is_empty() {
+                    budget.charge(8 * index.len() as u64, "shape indices")?;
+                    lb.shape_index = index.into_boxed_slice();
                 }
             }
             4 => lb.color = int(&v, at)?,
@@ -327,9 +538,10 @@ fn decode_logical_buffer(buf: &[u8], base: usize) -> R<ProtoLogicalBuffer> {
     Ok(lb)
 }
 
-fn decode_allocation(buf: &[u8], base: usize) -> R<ProtoAllocation> {
+fn decode_allocation(buf: &[u8], base: usize, assigned: &mut Vec<(u64, u64, u64)>) -> R<ProtoAllocation> {
     let mut r = Reader::nested(buf, base);
     let mut a = ProtoAllocation::default();
+    let first = assigned.len();
     while let Some((field, v, at)) = r.next_field()? {
         match field {
             1 => a.index = int(&v, at)?,
@@ -350,7 +562,11 @@ fn decode_allocation(buf: &[u8], base: usize) -> R<ProtoAllocation> {
                         _ => {}
                     }
                 }
-                a.assigned.push((id, offset, size));
+                // Counted and reserved before: never grows past the charge.
+                if assigned.len() == assigned.capacity() {
+                    return Err(werr(at, "buffer assignment changed while decoding"));
+                }
+                assigned.push((id, offset, size));
             }
             11 => a.is_tuple = int(&v, at)? != 0,
             12 => a.constant = int(&v, at)? != 0,
@@ -358,34 +574,60 @@ fn decode_allocation(buf: &[u8], base: usize) -> R<ProtoAllocation> {
             _ => {}
         }
     }
+    a.assigned = first..assigned.len();
     Ok(a)
 }
 
-fn decode_trace(buf: &[u8], base: usize) -> R<ProtoTrace> {
-    let mut r = Reader::nested(buf, base);
-    let mut t = ProtoTrace::default();
-    while let Some((field, v, at)) = r.next_field()? {
-        if field == 1 {
-            let mut er = Reader::nested(bytes(&v, at)?, at);
-            let mut e = HeapEvent { kind: EventKind::Alloc, buffer_id: 0, instruction_name: String::new(), share_with: 0 };
-            while let Some((f, ev, eat)) = er.next_field()? {
-                match f {
-                    1 => {
-                        e.kind = match int(&ev, eat)? {
-                            0 => EventKind::Alloc,
-                            1 => EventKind::Free,
-                            2 => EventKind::ShareWith,
-                            _ => return Err(WireError { offset: eat, message: "unknown heap event kind" }),
-                        }
-                    }
-                    2 => e.buffer_id = int(&ev, eat)?,
-                    4 => e.instruction_name = string(&ev, eat)?,
-                    5 => e.share_with = int(&ev, eat)?,
-                    _ => {}
-                }
+fn decode_trace(buf: &[u8], base: usize, empty: &mut u64, budget: &mut Budget) -> R<ProtoTrace> {
+    // Non-empty events, counted first.
+    let mut n = 0u64;
+    {
+        let mut r = Reader::nested(buf, base);
+        while let Some((field, v, _)) = r.next_field()? {
+            if field == 1 && v.as_bytes().map_or(true, |b| !b.is_empty()) {
+                n += 1;
             }
-            t.events.push(e);
         }
+    }
+    budget.charge_records(n, std::mem::size_of::<HeapEvent>() + ANALYSIS_BYTES_PER_EVENT, "heap-simulator events")?;
+    let mut t = ProtoTrace { events: Vec::with_capacity(n as usize) };
+    let mut r = Reader::nested(buf, base);
+    while let Some((field, v, at)) = r.next_field()? {
+        if field != 1 {
+            continue;
+        }
+        let body = bytes(&v, at)?;
+        if body.is_empty() {
+            *empty += 1;
+            continue;
+        }
+        let mut er = Reader::nested(body, at);
+        let mut e = HeapEvent { kind: EventKind::Alloc, buffer: 0, name: (0, 0), share_with: 0 };
+        while let Some((f, ev, eat)) = er.next_field()? {
+            match f {
+                1 => {
+                    e.kind = match int(&ev, eat)? {
+                        0 => EventKind::Alloc,
+                        1 => EventKind::Free,
+                        2 => EventKind::ShareWith,
+                        _ => return Err(werr(eat, "unknown heap event kind")),
+                    }
+                }
+                2 => e.buffer = id32(int(&ev, eat)?, eat)?,
+                4 => {
+                    let name = str_of(&ev, eat)?;
+                    let at = u32::try_from(eat).map_err(|_| werr(eat, "HloProto larger than 4 GiB"))?;
+                    e.name = (at, name.len() as u32);
+                }
+                5 => e.share_with = id32(int(&ev, eat)?, eat)?,
+                _ => {}
+            }
+        }
+        if e.name.1 > 0 {
+            // The timeline point's own copy of the name.
+            budget.charge(u64::from(e.name.1).next_multiple_of(16) + 16, "heap-simulator event names")?;
+        }
+        t.events.push(e);
     }
     Ok(t)
 }

@@ -40,7 +40,19 @@ impl<'a> Reader<'a> {
         WireError { offset: self.base + self.pos, message }
     }
 
+    #[inline]
     fn varint(&mut self) -> Result<u64, WireError> {
+        // Most varints (keys, small ids) are one byte.
+        if let Some(&b) = self.buf.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return Ok(u64::from(b));
+            }
+        }
+        self.varint_slow()
+    }
+
+    fn varint_slow(&mut self) -> Result<u64, WireError> {
         let mut result = 0u64;
         for shift in (0..70).step_by(7) {
             let &byte = self.buf.get(self.pos).ok_or_else(|| self.err("truncated varint"))?;
@@ -56,6 +68,7 @@ impl<'a> Reader<'a> {
         Err(self.err("varint longer than 10 bytes"))
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or_else(|| self.err("field runs past the end of its message"))?;
         let s = &self.buf[self.pos..end];
@@ -64,6 +77,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next (field number, value, offset of the value in the file), or `None` at the end.
+    #[inline]
     pub fn next_field(&mut self) -> Result<Option<(u32, Value<'a>, usize)>, WireError> {
         if self.pos >= self.buf.len() {
             return Ok(None);

@@ -110,7 +110,7 @@ pub fn run(args: MemoryArgs) -> Result<(), CliError> {
         Source::Proto => SourcePreference::Proto,
     };
     let space = oomdoc_memory::spaces::parse_memory_space(&args.memory_space).map_err(CliError::usage)?;
-    let dump = load_dump_with(&args.paths, &LoadOptions { run: args.run.clone() }).map_err(|e| CliError::usage(e.to_string()))?;
+    let dump = load_dump_with(&args.paths, &LoadOptions { run: args.run.clone(), ..Default::default() }).map_err(|e| CliError::usage(e.to_string()))?;
 
     let mut listing: Vec<ModuleListing> = Vec::new();
     let reports: Vec<ModuleReport> = if let Some(hint) = &args.module {
@@ -130,6 +130,15 @@ pub fn run(args: MemoryArgs) -> Result<(), CliError> {
         }
     };
 
+    if let (Format::Json, false) = (args.format, args.list) {
+        // Streamed: the report of a million-value module is hundreds of MB of JSON.
+        let report = MemoryReport { modules: reports };
+        let written = match &args.output {
+            Some(path) => std::fs::File::create(path).and_then(|f| json::write_to(&report, f)).map_err(|e| CliError::usage(format!("{}: {e}", path.display()))),
+            None => json::write_to(&report, std::io::stdout().lock()).map_err(CliError::from),
+        };
+        return written;
+    }
     let out = match (args.format, args.list) {
         (Format::Json, true) => {
             let mut s = serde_json::to_string_pretty(&serde_json::json!({ "modules": listing })).expect("listing serializes");
