@@ -16,6 +16,8 @@ pub enum EngineError {
     Unavailable(&'static str),
     /// The input cannot be analysed (bad spec, not a dump): 422 with this message.
     BadInput(String),
+    /// Analysing the input would pass the request's memory reservation: 413.
+    TooLarge(String),
 }
 
 /// A plan request: what `oomdoc plan pallas SPEC [--chip]` or
@@ -80,8 +82,16 @@ pub fn diagnose(log: &[u8], lang: Lang) -> Result<Value, EngineError> {
 /// `oomdoc memory DIR --format json|html` with no module flag: every module is
 /// analysed for the module list, and the one with the largest peak is reported.
 pub fn memory(dump_dir: &Path) -> Result<MemoryReport, EngineError> {
-    use oomdoc_memory::{load_dump, render, SourcePreference};
-    let dump = load_dump(dump_dir).map_err(|e| EngineError::BadInput(e.to_string()))?;
+    use oomdoc_memory::{load_dump_with, render, Limits, LoadOptions, MemoryError, SourcePreference};
+    // Decoding stays within what this request reserved (upload × the memory factor), plus
+    // the decoder's constant slack for the tables of tiny inputs.
+    let max_bytes = crate::limits::reserved_bytes().map(|r| r.saturating_add(oomdoc_memory::DECODE_SLACK_BYTES));
+    let limits = Limits { max_bytes, max_records: None };
+    let failed = |e: MemoryError| match e {
+        MemoryError::TooLarge { .. } => EngineError::TooLarge(e.to_string()),
+        e => EngineError::BadInput(e.to_string()),
+    };
+    let dump = load_dump_with(&[dump_dir.to_path_buf()], &LoadOptions { limits, ..Default::default() }).map_err(failed)?;
     // Module by module, so a cancelled request (timeout, client gone) stops between modules.
     let mut all = oomdoc_memory::summary::AllModules { listing: Vec::new(), reports: Vec::new(), first_error: None };
     for module in &dump.modules {
@@ -97,9 +107,7 @@ pub fn memory(dump_dir: &Path) -> Result<MemoryReport, EngineError> {
         }
     }
     let listing = std::mem::take(&mut all.listing);
-    let best = all.into_largest().map_err(|first_error| {
-        EngineError::BadInput(first_error.map_or_else(|| "no XLA module found in the upload".to_string(), |e| e.to_string()))
-    })?;
+    let best = all.into_largest().map_err(|first_error| first_error.map_or_else(|| EngineError::BadInput("no XLA module found in the upload".to_string()), failed))?;
     let report = oomdoc_memory::MemoryReport { modules: vec![best] };
     Ok(MemoryReport { json: to_value(&report)?, html: render::html::render(&report, &listing) })
 }

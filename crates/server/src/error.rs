@@ -73,6 +73,9 @@ impl From<crate::engines::EngineError> for AppError {
         match e {
             crate::engines::EngineError::Unavailable(what) => AppError::NotImplemented(what.to_string()),
             crate::engines::EngineError::BadInput(m) => AppError::Unprocessable(m),
+            crate::engines::EngineError::TooLarge(m) => {
+                AppError::Refused(crate::limits::Refusal { status: StatusCode::PAYLOAD_TOO_LARGE, message: m, retry_after: None })
+            }
         }
     }
 }

@@ -15,10 +15,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-/// Analysis memory assumed per byte of dump on disk, when no better bound is known.
-/// The `.hlo.pb` decoder bounds its decoded memory by a constant times its input bytes;
-/// this default matches that bound (wire the decoder's exported constant here).
-pub const DEFAULT_MEMORY_FACTOR: u64 = 8;
+/// Analysis memory reserved per byte of dump on disk: the `.hlo.pb` decoder's own bound
+/// (decoded memory at most this many bytes per input byte, or it stops with TooLarge,
+/// answered 413), and the decoder is handed the request's reservation as its limit.
+pub const DEFAULT_MEMORY_FACTOR: u64 = oomdoc_memory::MAX_BYTES_PER_INPUT_BYTE;
 
 /// Limits on work, memory and connections (`oomdoc serve --help` names the flags).
 #[derive(Debug, Clone)]
