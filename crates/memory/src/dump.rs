@@ -239,7 +239,7 @@ pub fn load_dump_with(paths: &[PathBuf], options: &LoadOptions) -> Result<Dump, 
                 // Siblings of the same module complete the set.
                 let mut files = ModuleFiles::default();
                 if let Ok(entries) = std::fs::read_dir(&dir) {
-                    for entry in entries.flatten() {
+                    for entry in entries.flatten().filter(is_regular) {
                         if let Some(n) = entry.file_name().to_str() {
                             if let Some((p, k)) = classify(n) {
                                 if p == prefix {
@@ -306,11 +306,21 @@ fn walk(dir: &Path, depth: usize, visit: &mut dyn FnMut(&Path, &str)) -> Result<
             if depth < 4 {
                 walk(&entry.path(), depth + 1, visit)?;
             }
-        } else {
+        } else if is_regular(&entry) {
             visit(dir, name);
         }
     }
     Ok(())
+}
+
+/// A plain file, or a link to one: a FIFO or socket named like a dump file would block
+/// or fail the read, so it is not a dump file.
+fn is_regular(entry: &std::fs::DirEntry) -> bool {
+    match entry.file_type() {
+        Ok(ft) if ft.is_symlink() => std::fs::metadata(entry.path()).is_ok_and(|m| m.is_file()),
+        Ok(ft) => ft.is_file(),
+        Err(_) => false,
+    }
 }
 
 impl Dump {

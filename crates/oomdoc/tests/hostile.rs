@@ -485,7 +485,6 @@ fn memory_empty_file_random_proto_and_empty_dump_dir() {
 /// A FIFO named like a proto inside a dump directory must be skipped, not opened.
 #[cfg(unix)]
 #[test]
-#[ignore = "hangs: the dump-directory loader in crates/memory opens a FIFO named *.hlo.pb and blocks forever (diagnose's walk skips non-regular files); owner: memspeed (loader)"]
 fn memory_dump_dir_with_a_fifo_does_not_hang() {
     let d = dir("memory-fifo");
     mkfifo(&d.join("module_0001.jit_f.hlo.pb"));
