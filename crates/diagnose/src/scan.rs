@@ -493,24 +493,59 @@ fn trigger_lines(region: &[u8], threads: usize) -> TriggerLines {
 }
 
 /// Worker threads that live for one whole scan and search the parts of each buffer
-/// (starting threads for every buffer costs more than searching it).
+/// (starting threads for every buffer costs more than searching it). A buffer is cut
+/// into more parts than there are threads; workers take parts from a shared counter,
+/// and the reading thread joins them once the next buffer is read, so no core idles
+/// while another still has parts.
 struct SearchPool {
-    jobs: Vec<std::sync::mpsc::Sender<(Arc<Vec<u8>>, usize, usize, usize)>>,
-    done: std::sync::mpsc::Receiver<(usize, Part)>,
+    workers: Vec<std::sync::mpsc::Sender<Arc<Job>>>,
+    done: std::sync::mpsc::Receiver<Done>,
 }
+
+/// One buffer's search: its parts and the next part to take.
+struct Job {
+    buf: Arc<Vec<u8>>,
+    cuts: Vec<usize>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+enum Done {
+    Part(usize, Part),
+    /// A worker took its last part of the job and let go of the buffer.
+    Released,
+}
+
+impl Job {
+    /// Searches parts until none is left, handing each to `out`.
+    fn work(&self, mut out: impl FnMut(usize, Part)) {
+        loop {
+            let i = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if i + 1 >= self.cuts.len() {
+                return;
+            }
+            let (a, b) = (self.cuts[i], self.cuts[i + 1]);
+            out(i, search_part(&self.buf[a..b], a));
+        }
+    }
+}
+
+/// Parts per thread: enough for the threads to finish together.
+const PARTS_PER_THREAD: usize = 4;
 
 impl SearchPool {
     fn start<'scope>(sc: &'scope std::thread::Scope<'scope, '_>, threads: usize) -> SearchPool {
         let (done_tx, done) = std::sync::mpsc::channel();
-        let jobs = (0..threads)
+        let workers = (0..threads)
             .map(|_| {
-                let (tx, rx) = std::sync::mpsc::channel::<(Arc<Vec<u8>>, usize, usize, usize)>();
+                let (tx, rx) = std::sync::mpsc::channel::<Arc<Job>>();
                 let done_tx = done_tx.clone();
                 sc.spawn(move || {
-                    for (buf, a, b, index) in rx {
-                        let part = search_part(&buf[a..b], a);
-                        drop(buf); // the buffer is reused once every worker let go of it
-                        if done_tx.send((index, part)).is_err() {
+                    for job in rx {
+                        job.work(|i, part| {
+                            let _ = done_tx.send(Done::Part(i, part));
+                        });
+                        drop(job); // the buffer is reused once every worker let go of it
+                        if done_tx.send(Done::Released).is_err() {
                             break;
                         }
                     }
@@ -518,22 +553,33 @@ impl SearchPool {
                 tx
             })
             .collect();
-        SearchPool { jobs, done }
+        SearchPool { workers, done }
     }
 
     /// Hands out the search of `buf[..end]`; `collect` gets the result.
-    fn search(&self, buf: &Arc<Vec<u8>>, end: usize) -> Vec<usize> {
-        let cuts = split_points(&buf[..end], self.jobs.len());
-        for (index, w) in cuts.windows(2).enumerate() {
-            self.jobs[index].send((buf.clone(), w[0], w[1], index)).expect("scan worker");
+    fn search(&self, buf: &Arc<Vec<u8>>, end: usize) -> Arc<Job> {
+        let cuts = split_points(&buf[..end], self.workers.len() * PARTS_PER_THREAD);
+        let job = Arc::new(Job { buf: buf.clone(), cuts, next: std::sync::atomic::AtomicUsize::new(0) });
+        for w in &self.workers {
+            w.send(job.clone()).expect("scan worker");
         }
-        cuts
+        job
     }
 
-    fn collect(&self, cuts: &[usize]) -> TriggerLines {
-        let mut parts: Vec<(usize, Part)> = (1..cuts.len()).map(|_| self.done.recv().expect("scan worker")).collect();
-        parts.sort_by_key(|p| p.0);
-        merge_parts(parts.into_iter().map(|p| p.1).collect(), cuts)
+    /// Searches what parts are left on this thread, then waits for the workers' parts.
+    fn collect(&self, job: Arc<Job>) -> TriggerLines {
+        let n = job.cuts.len() - 1;
+        let mut parts: Vec<Option<Part>> = (0..n).map(|_| None).collect();
+        job.work(|i, part| parts[i] = Some(part));
+        let mut released = 0;
+        while released < self.workers.len() {
+            match self.done.recv().expect("scan worker") {
+                Done::Part(i, part) => parts[i] = Some(part),
+                Done::Released => released += 1,
+            }
+        }
+        let cuts = Arc::try_unwrap(job).ok().expect("scan job still shared").cuts;
+        merge_parts(parts.into_iter().map(|p| p.expect("every part searched")).collect(), &cuts)
     }
 }
 
@@ -603,18 +649,18 @@ fn scan_on<R: Read>(mut reader: R, context: &mut LogContext, pool: Option<Search
         };
         stats.bytes += end as u64;
         // Search this region while the next input is read behind it.
-        let cuts = pool.as_ref().map(|p| p.search(&store, end));
+        let job = pool.as_ref().map(|p| p.search(&store, end));
         let tail = filled - end;
         ahead[..tail].copy_from_slice(&store[end..filled]);
         let mut next_filled = tail;
         let mut next_eof = eof;
         let region = &store[..end];
         // On one thread, search first: the region is still in the cache.
-        let alone = cuts.is_none().then(|| merge_parts(vec![search_part(region, 0)], &[0, end]));
+        let alone = job.is_none().then(|| merge_parts(vec![search_part(region, 0)], &[0, end]));
         let read = if eof { Ok(()) } else { fill(&mut reader, &mut ahead, &mut next_filled, &mut next_eof) };
-        let lines = match (alone, &pool, &cuts) {
+        let lines = match (alone, &pool, job) {
             (Some(lines), _, _) => lines,
-            (None, Some(p), Some(c)) => p.collect(c),
+            (None, Some(p), Some(job)) => p.collect(job),
             _ => unreachable!("a pool searched the region"),
         };
         read?;
