@@ -464,25 +464,16 @@ fn stat_metadata_entry(buf: &[u8]) -> W<Option<(u64, String)>> {
 mod tests {
     use super::*;
 
-    fn varint(mut v: u64, out: &mut Vec<u8>) {
-        loop {
-            let b = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                out.push(b);
-                return;
-            }
-            out.push(b | 0x80);
-        }
+    // Appends one field to `out` with the crate's protobuf writer.
+    fn field_bytes(field: u32, b: &[u8], out: &mut Vec<u8>) {
+        let mut w = crate::proto::wire::Writer(std::mem::take(out));
+        w.bytes(field, b);
+        *out = w.0;
     }
-    fn field_bytes(field: u64, b: &[u8], out: &mut Vec<u8>) {
-        varint(field << 3 | 2, out);
-        varint(b.len() as u64, out);
-        out.extend_from_slice(b);
-    }
-    fn field_int(field: u64, v: u64, out: &mut Vec<u8>) {
-        varint(field << 3, out);
-        varint(v, out);
+    fn field_int(field: u32, v: u64, out: &mut Vec<u8>) {
+        let mut w = crate::proto::wire::Writer(std::mem::take(out));
+        w.int(field, v);
+        *out = w.0;
     }
 
     /// An XSpace with a big trace plane, a metadata plane holding one fake HloProto

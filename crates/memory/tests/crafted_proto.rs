@@ -47,30 +47,7 @@ static ALLOC: Counting = Counting;
 /// One measurement at a time (tests run on several threads).
 static SERIAL: Mutex<()> = Mutex::new(());
 
-struct Pb(Vec<u8>);
-impl Pb {
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.0.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        self.0.push(v as u8);
-    }
-    fn int(&mut self, field: u32, v: u64) {
-        self.varint(u64::from(field) << 3);
-        self.varint(v);
-    }
-    fn bytes(&mut self, field: u32, b: &[u8]) {
-        self.varint((u64::from(field) << 3) | 2);
-        self.varint(b.len() as u64);
-        self.0.extend_from_slice(b);
-    }
-    fn msg(&mut self, field: u32, f: impl FnOnce(&mut Pb)) {
-        let mut inner = Pb(Vec::new());
-        f(&mut inner);
-        self.bytes(field, &inner.0);
-    }
-}
+use oomdoc_memory::proto::wire::Writer as Pb;
 
 /// A valid one-instruction module whose buffer assignment gets `extra` appended.
 fn crafted(extra: impl FnOnce(&mut Pb)) -> Vec<u8> {

@@ -93,66 +93,49 @@ fn negative_sizes_in_text_are_parse_errors() {
 
 // --- Crafted `xla.HloProto`s (field numbers of `xla/service/hlo.proto`) ---
 
-fn varint(mut v: u64, out: &mut Vec<u8>) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn int_field(field: u64, v: u64, out: &mut Vec<u8>) {
-    varint(field << 3, out);
-    varint(v, out);
-}
-
-fn msg_field(field: u64, body: &[u8], out: &mut Vec<u8>) {
-    varint((field << 3) | 2, out);
-    varint(body.len() as u64, out);
-    out.extend_from_slice(body);
-}
+use oomdoc_memory::proto::wire::Writer;
 
 /// An HloProto with one allocation of `alloc_size` holding `buffers` (id, size, offset),
 /// and a heap trace that allocates them all.
 fn hlo_proto(alloc_size: u64, buffers: &[(u64, u64, u64)]) -> Vec<u8> {
-    let mut module = Vec::new();
-    msg_field(1, b"jit_crafted", &mut module);
-    int_field(5, 1, &mut module);
-    let mut ba = Vec::new();
-    for &(id, size, _) in buffers {
-        let mut defined_at = Vec::new();
-        msg_field(2, format!("t{id}").as_bytes(), &mut defined_at);
-        int_field(4, 100 + id, &mut defined_at);
-        let mut lb = Vec::new();
-        int_field(1, id, &mut lb);
-        int_field(2, size, &mut lb);
-        msg_field(3, &defined_at, &mut lb);
-        msg_field(1, &lb, &mut ba);
-    }
-    let mut alloc = Vec::new();
-    int_field(1, 0, &mut alloc);
-    int_field(2, alloc_size, &mut alloc);
-    for &(id, size, offset) in buffers {
-        let mut assigned = Vec::new();
-        int_field(1, id, &mut assigned);
-        int_field(2, offset, &mut assigned);
-        int_field(3, size, &mut assigned);
-        msg_field(9, &assigned, &mut alloc);
-    }
-    msg_field(3, &alloc, &mut ba);
-    let mut trace = Vec::new();
-    for &(id, _, _) in buffers {
-        let mut event = Vec::new();
-        int_field(1, 0, &mut event); // ALLOC
-        int_field(2, id, &mut event);
-        msg_field(4, format!("t{id}").as_bytes(), &mut event);
-        msg_field(1, &event, &mut trace);
-    }
-    msg_field(4, &trace, &mut ba);
-    let mut proto = Vec::new();
-    msg_field(1, &module, &mut proto);
-    msg_field(3, &ba, &mut proto);
-    proto
+    let mut proto = Writer::default();
+    proto.msg(1, |module| {
+        module.bytes(1, b"jit_crafted");
+        module.int(5, 1);
+    });
+    proto.msg(3, |ba| {
+        for &(id, size, _) in buffers {
+            ba.msg(1, |lb| {
+                lb.int(1, id);
+                lb.int(2, size);
+                lb.msg(3, |defined_at| {
+                    defined_at.bytes(2, format!("t{id}").as_bytes());
+                    defined_at.int(4, 100 + id);
+                });
+            });
+        }
+        ba.msg(3, |alloc| {
+            alloc.int(1, 0);
+            alloc.int(2, alloc_size);
+            for &(id, size, offset) in buffers {
+                alloc.msg(9, |assigned| {
+                    assigned.int(1, id);
+                    assigned.int(2, offset);
+                    assigned.int(3, size);
+                });
+            }
+        });
+        ba.msg(4, |trace| {
+            for &(id, _, _) in buffers {
+                trace.msg(1, |event| {
+                    event.int(1, 0); // ALLOC
+                    event.int(2, id);
+                    event.bytes(4, format!("t{id}").as_bytes());
+                });
+            }
+        });
+    });
+    proto.0
 }
 
 fn run_proto(test: &str, proto: &[u8]) -> Result<u64, String> {

@@ -1,5 +1,6 @@
-//! Protocol-buffer wire format, read-only, zero-copy. Every read is bounds-checked
-//! and returns an error instead of panicking on truncated or hostile input.
+//! Protocol-buffer wire format, read zero-copy: every read is bounds-checked and returns
+//! an error instead of panicking on truncated or hostile input. [`Writer`] writes the
+//! same format, for the tests, benchmarks and examples that craft protos.
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Value<'a> {
@@ -154,5 +155,39 @@ mod tests {
         assert!(Reader::new(&[0x08]).next_field().is_err());
         assert!(Reader::new(&[0x0b]).next_field().is_err());
         assert!(Reader::new(&[0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]).next_field().is_err());
+    }
+}
+
+/// Writes protocol-buffer fields (for crafting test, benchmark and example inputs).
+#[derive(Debug, Default, Clone)]
+pub struct Writer(pub Vec<u8>);
+
+impl Writer {
+    pub fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
+    }
+
+    /// A varint field.
+    pub fn int(&mut self, field: u32, v: u64) {
+        self.varint(u64::from(field) << 3);
+        self.varint(v);
+    }
+
+    /// A length-delimited field.
+    pub fn bytes(&mut self, field: u32, b: &[u8]) {
+        self.varint((u64::from(field) << 3) | 2);
+        self.varint(b.len() as u64);
+        self.0.extend_from_slice(b);
+    }
+
+    /// A nested message written by `f`.
+    pub fn msg(&mut self, field: u32, f: impl FnOnce(&mut Writer)) {
+        let mut inner = Writer(Vec::new());
+        f(&mut inner);
+        self.bytes(field, &inner.0);
     }
 }

@@ -186,40 +186,13 @@ impl Sampler {
 
 // ------------------------------------------------------------------ inputs
 
-fn varint(mut v: u64, out: &mut Vec<u8>) {
-    loop {
-        let b = (v & 0x7f) as u8;
-        v >>= 7;
-        if v == 0 {
-            out.push(b);
-            return;
-        }
-        out.push(b | 0x80);
-    }
-}
-
-fn len_field(field: u64, body: &[u8], out: &mut Vec<u8>) {
-    varint(field << 3 | 2, out);
-    varint(body.len() as u64, out);
-    out.extend_from_slice(body);
-}
-
 /// An `xla.HloProto` whose buffer assignment holds one heap-simulator trace of `events`
 /// empty events (each `0a 00` on the wire).
 fn crafted_hlo_pb(events: usize) -> Vec<u8> {
-    let mut module = Vec::new();
-    len_field(1, b"crafted", &mut module);
-    let mut trace = Vec::with_capacity(events * 2);
-    for _ in 0..events {
-        trace.extend_from_slice(&[0x0a, 0x00]);
-    }
-    let mut assignment = Vec::with_capacity(trace.len() + 16);
-    len_field(4, &trace, &mut assignment);
-    drop(trace);
-    let mut proto = Vec::with_capacity(assignment.len() + 64);
-    len_field(1, &module, &mut proto);
-    len_field(3, &assignment, &mut proto);
-    proto
+    let mut proto = oomdoc_memory::proto::wire::Writer::default();
+    proto.msg(1, |module| module.bytes(1, b"crafted"));
+    proto.msg(3, |assignment| assignment.bytes(4, &[0x0a, 0x00].repeat(events)));
+    proto.0
 }
 
 /// A `.tar.gz` of `n` empty files.
