@@ -9,7 +9,7 @@
 //!    name this server: one of `--public-origin`, or, when none is configured, the
 //!    request's `Host` (or `X-Forwarded-Host`, only with `--trust-forwarded-host`).
 //!    `Origin: null` (sandboxed frames, some redirects) is refused.
-//! 3. **Form token** (the HTML forms only: `/`, `/feedback`, `/plan`). A random token in
+//! 3. **Form token** (the HTML forms only: `/`, `/feedback`, `/plan`, `/memory`). A random token in
 //!    the `oomdoc_csrf` cookie (`SameSite=Lax; HttpOnly`) must equal the form's hidden
 //!    `csrf` field (double submit). A page from another site can neither read the cookie
 //!    nor make the browser send it on a cross-site POST.
@@ -195,7 +195,7 @@ pub fn verify_form(headers: &HeaderMap, field: Option<&str>) -> Result<(), AppEr
         return Err(AppError::Forbidden(format!(
             "this form needs the `{COOKIE}` cookie, which protects it from cross-site posts: allow cookies \
              for this site, reload the page and send again (programs use the API: POST /api/v1/diagnose, \
-             /api/v1/feedback, /api/v1/plan)"
+             /api/v1/feedback, /api/v1/plan, /api/v1/memory)"
         )));
     };
     match field.map(str::trim) {

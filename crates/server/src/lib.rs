@@ -141,12 +141,18 @@ impl AppState {
         self.with_db(move |db| db.insert_feedback(&report)).await
     }
 
-    pub async fn memory_report(self: &Arc<Self>, req: axum::extract::Request) -> Result<engines::MemoryReport, AppError> {
+    /// The memory report of an uploaded dump. `form`: the upload came from the page's
+    /// form, which must carry its anti-forgery token ([`csrf::verify_form`]).
+    pub async fn memory_report(self: &Arc<Self>, req: axum::extract::Request, form: bool) -> Result<engines::MemoryReport, AppError> {
+        let form_headers = form.then(|| req.headers().clone());
         let resources = &self.config.resources;
         let cancel = limits::Cancel::with_timeout(self.config.upload_timeout);
         let _guard = cancel.guard();
         let opts = routes::input::DumpOptions::new(self.config.limits.dump_bytes, resources, cancel.clone());
         let upload = routes::input::read_dump_with(req, &opts).await?;
+        if let Some(headers) = &form_headers {
+            csrf::verify_form(headers, upload.csrf.as_deref())?;
+        }
         // Weigh the analysis before starting it; the reservation and the upload's
         // directory go with the engine and are released when it returns.
         let need = upload.bytes.saturating_mul(resources.analysis_memory_factor);

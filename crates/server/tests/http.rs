@@ -478,7 +478,7 @@ fn dumps_upload_as_files_zip_or_tar_gz() {
         t.into_inner().unwrap().finish().unwrap();
     }
     let (ctype, body) = multipart(&[("dump", Some("dump.tar.gz"), &tar_gz)]);
-    let r = s.post("/memory", &ctype, &body);
+    let r = s.post_form("/memory", &ctype, &body);
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.text().contains("<title>memory</title>"), "the memory viewer's own HTML");
 
@@ -704,7 +704,7 @@ fn memory_of_a_real_dump_matches_the_library() {
     let r = s.post("/api/v1/memory", &ctype, &body);
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json(), expected.json);
-    let page = s.post("/memory", &ctype, &body);
+    let page = s.post_form("/memory", &ctype, &body);
     assert_eq!(page.status, 200);
     assert!(page.text().contains("<svg") && page.text().contains("jit_mlp_train_step"));
     assert!(!page.header("content-security-policy").unwrap().contains("script-src"), "the report runs no script");
@@ -808,6 +808,14 @@ fn html_forms_need_the_cookie_token() {
     assert_eq!(request(s.addr(), "POST", "/", &[("Content-Type", &mctype)], &body).status, 403);
     let body = with_form_field(&mctype, &body, "csrf", &token);
     assert_eq!(request(s.addr(), "POST", "/", &[("Content-Type", &mctype), ("Cookie", &cookie)], &body).status, 200);
+    // And the memory page's upload form; the API takes the same upload without a token.
+    let (mctype, body) = multipart(&[("dump", Some("x.hlo.pb"), b"not a proto")]);
+    let r = request(s.addr(), "POST", "/memory", &[("Content-Type", &mctype), ("Cookie", &cookie)], &body);
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_ne!(request(s.addr(), "POST", "/api/v1/memory", &[("Content-Type", &mctype)], &body).status, 403);
+    let body = with_form_field(&mctype, &body, "csrf", &token);
+    let r = request(s.addr(), "POST", "/memory", &[("Content-Type", &mctype), ("Cookie", &cookie)], &body);
+    assert_eq!(r.status, 422, "past the token, the upload is read as a dump: {}", r.text());
 }
 
 #[test]

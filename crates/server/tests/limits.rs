@@ -119,7 +119,7 @@ fn the_memory_budget_answers_413_when_a_dump_can_never_fit_and_503_when_busy() {
         busy.text()
     );
     // The page gets the same refusal.
-    assert_eq!(s.post("/memory", &ct, &body).status, 503);
+    assert_eq!(s.post_form("/memory", &ct, &body).status, 503);
 
     BUDGET_RELEASE.store(true, Ordering::SeqCst);
     assert_eq!(first.join().unwrap().status, 200);

@@ -16,6 +16,7 @@ pub fn memory_form(lang: Lang, max_bytes: usize) -> Markup {
                 (crate::error::human_bytes(max_bytes)) ". The report is the same as "
                 code { "oomdoc memory --format html" } "." }
             form id="memory-form" method="post" action="/memory" enctype="multipart/form-data" {
+                (crate::csrf::hidden_field())
                 input type="file" name="dump" multiple;
                 " "
                 button type="submit" { "Show memory" }

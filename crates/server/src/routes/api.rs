@@ -63,7 +63,7 @@ pub async fn feedback(
 
 /// `POST /api/v1/memory`: multipart dump files or one archive -> `oomdoc memory --format json`.
 pub async fn memory(State(state): State<Shared>, req: Request) -> Result<Json<Value>, AppError> {
-    Ok(Json(state.memory_report(req).await?.json))
+    Ok(Json(state.memory_report(req, false).await?.json))
 }
 
 /// `POST /api/v1/plan`: `{kind, spec, chip?}` -> `oomdoc plan --format json`.

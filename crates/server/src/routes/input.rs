@@ -139,6 +139,8 @@ pub struct DumpUpload {
     pub root: PathBuf,
     /// Bytes of dump on disk (an archive's unpacked total): what the analysis reads.
     pub bytes: u64,
+    /// The upload form's anti-forgery field, when sent ([`crate::csrf`]).
+    pub csrf: Option<String>,
 }
 
 /// What [`read_dump_with`] enforces.
@@ -211,8 +213,13 @@ pub async fn read_dump_with(req: Request, opts: &DumpOptions) -> Result<DumpUplo
     let mut mp = Multipart::from_request(req, &()).await.map_err(|e| AppError::BadRequest(e.body_text()))?;
     let mut files = Vec::new();
     let mut bytes: u64 = 0;
+    let mut csrf = None;
     while let Some(mut field) = mp.next_field().await.map_err(|e| multipart_error(e, WHAT, limit))? {
         if field.file_name().is_none() {
+            if field.name() == Some(crate::csrf::FIELD) {
+                let text = field.bytes().await.map_err(|e| multipart_error(e, WHAT, limit))?;
+                csrf = Some(String::from_utf8_lossy(&text[..text.len().min(256)]).into_owned());
+            }
             continue;
         }
         if files.len() >= opts.entries {
@@ -250,7 +257,7 @@ pub async fn read_dump_with(req: Request, opts: &DumpOptions) -> Result<DumpUplo
     } else {
         upload_dir
     };
-    Ok(DumpUpload { root: single_subdirectory(root), dir, bytes })
+    Ok(DumpUpload { root: single_subdirectory(root), dir, bytes, csrf })
 }
 
 fn too_many(what: &str, cap: usize) -> AppError {

@@ -148,7 +148,7 @@ pub async fn memory_form(State(state): State<Shared>, Query(q): Query<LangQuery>
 
 /// The memory viewer's own HTML report, as `oomdoc memory --format html` writes it.
 pub async fn memory(State(state): State<Shared>, req: Request) -> Result<Response, AppError> {
-    let report = state.memory_report(req).await?;
+    let report = state.memory_report(req, true).await?;
     let mut r = axum::response::Html(report.html).into_response();
     // The report is a self-contained page with inline style and SVG, and no script.
     r.headers_mut().insert(
