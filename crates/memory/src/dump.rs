@@ -91,7 +91,7 @@ impl DumpModule {
         let Some(ba) = &f.buffer_assignment else {
             return Err(MemoryError::Incomplete { module: self.label(), message: "no -buffer-assignment.txt".into() });
         };
-        loader::from_text_files(&self.name, self.program_id, ba, f.live_range.as_deref(), f.values.as_deref(), f.hlo_text.as_deref(), f.usage_report.as_deref())
+        loader::from_text(&self.name, self.program_id, ba, f.live_range.as_deref(), f.values.as_deref(), f.hlo_text.as_deref(), f.usage_report.as_deref())
     }
 
     pub fn analyze(&self, preference: SourcePreference) -> Result<ModuleReport, MemoryError> {

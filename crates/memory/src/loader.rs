@@ -6,21 +6,10 @@ use crate::proto::hlo::{decode_hlo_proto_limited, for_each_instruction, Budget, 
 use crate::text::{buffer_assignment, live_range, live_range_key};
 use std::path::Path;
 
-/// From `-buffer-assignment.txt` + `-live-range.txt` (values file and HLO text only for labels).
+/// From `-buffer-assignment.txt` + `-live-range.txt` (values file and HLO text only for
+/// labels), with the `-memory-usage-report.txt` whose per-space totals show whether the
+/// buffer assignment is complete.
 pub fn from_text(
-    name: &str,
-    program_id: Option<u64>,
-    ba_path: &Path,
-    live_range_path: Option<&Path>,
-    values_path: Option<&Path>,
-    hlo_text: Option<&Path>,
-) -> Result<ModuleData, MemoryError> {
-    from_text_files(name, program_id, ba_path, live_range_path, values_path, hlo_text, None)
-}
-
-/// [`from_text`], with the `-memory-usage-report.txt` whose per-space totals show whether
-/// the buffer assignment is complete.
-pub fn from_text_files(
     name: &str,
     program_id: Option<u64>,
     ba_path: &Path,

@@ -294,16 +294,7 @@ pub fn trim_to_metadata(input: &Path, output: &Path) -> Result<u64, MemoryError>
         pos: 0,
         len,
     };
-    let mut out: Vec<u8> = Vec::new();
-    let put_varint = |mut v: u64, out: &mut Vec<u8>| loop {
-        let b = (v & 0x7f) as u8;
-        v >>= 7;
-        if v == 0 {
-            out.push(b);
-            break;
-        }
-        out.push(b | 0x80);
-    };
+    let mut out = crate::proto::wire::Writer::default();
     while let Some((field, wire)) = s.key(input, len)? {
         if wire != 2 {
             s.skip_value(input, wire)?;
@@ -329,16 +320,15 @@ pub fn trim_to_metadata(input: &Path, output: &Path) -> Result<u64, MemoryError>
             matches!(field, 2..=4) && n <= MAX_NAME
         };
         if keep {
-            put_varint(field << 3 | 2, &mut out);
-            put_varint(n, &mut out);
-            out.extend_from_slice(&s.bytes(input, n)?);
+            // `keep` holds only for fields 1 to 4.
+            out.bytes(field as u32, &s.bytes(input, n)?);
         } else {
             s.skip(input, end - s.pos)?;
         }
     }
     let mut f = File::create(output).map_err(|e| MemoryError::io(output, e))?;
-    f.write_all(&out).map_err(|e| MemoryError::io(output, e))?;
-    Ok(out.len() as u64)
+    f.write_all(&out.0).map_err(|e| MemoryError::io(output, e))?;
+    Ok(out.0.len() as u64)
 }
 
 fn s_err(path: &Path, e: crate::proto::wire::WireError) -> MemoryError {
