@@ -480,16 +480,23 @@ fn merge_parts(parts: Vec<Part>, cuts: &[usize]) -> TriggerLines {
     out
 }
 
-/// Finds [`TriggerLines`] of `region` on `threads` threads; the result is the same for
-/// any number of threads.
+/// [`TriggerLines`] of a whole region, searched on this thread.
+fn search_alone(region: &[u8]) -> TriggerLines {
+    merge_parts(vec![search_part(region, 0)], &[0, region.len()])
+}
+
+/// Finds [`TriggerLines`] of `region` as a scan does: on this thread alone, or with a
+/// [`SearchPool`] of `threads` workers (the tests compare the two).
 #[cfg(test)]
 fn trigger_lines(region: &[u8], threads: usize) -> TriggerLines {
-    let cuts = split_points(region, threads);
-    let parts: Vec<Part> = std::thread::scope(|sc| {
-        let handles: Vec<_> = cuts.windows(2).map(|w| (w[0], w[1])).map(|(a, b)| sc.spawn(move || search_part(&region[a..b], a))).collect();
-        handles.into_iter().map(|h| h.join().expect("scan worker")).collect()
-    });
-    merge_parts(parts, &cuts)
+    if threads <= 1 {
+        return search_alone(region);
+    }
+    std::thread::scope(|sc| {
+        let pool = SearchPool::start(sc, threads);
+        let job = pool.search(&Arc::new(region.to_vec()), region.len());
+        pool.collect(job)
+    })
 }
 
 /// Worker threads that live for one whole scan and search the parts of each buffer
@@ -656,7 +663,7 @@ fn scan_on<R: Read>(mut reader: R, context: &mut LogContext, pool: Option<Search
         let mut next_eof = eof;
         let region = &store[..end];
         // On one thread, search first: the region is still in the cache.
-        let alone = job.is_none().then(|| merge_parts(vec![search_part(region, 0)], &[0, end]));
+        let alone = job.is_none().then(|| search_alone(region));
         let read = if eof { Ok(()) } else { fill(&mut reader, &mut ahead, &mut next_filled, &mut next_eof) };
         let lines = match (alone, &pool, job) {
             (Some(lines), _, _) => lines,
