@@ -98,18 +98,19 @@ def teddy_order(anchors, text, iters):
     cache = {}
 
     def bucket_cost(pats):
+        if not pats:
+            return 0
         key = tuple(sorted(pats))
         if key not in cache:
-            ok = np.zeros(len(lo[0]), bool) if not pats else None
-            for k in range(m) if pats else []:
+            ok = np.ones(len(lo[0]), bool)
+            for k in range(m):
                 low, high = np.zeros(16, bool), np.zeros(16, bool)
                 for p in pats:
                     b = p.encode()[k]
                     low[b & 15] = high[b >> 4] = True
-                hit = low[lo[k]] & high[hi[k]]
-                ok = hit if ok is None else ok & hit
+                ok &= low[lo[k]] & high[hi[k]]
             # Every candidate is checked against each pattern of its bucket.
-            cache[key] = int(ok.sum()) * (1 + 0.25 * max(0, len(pats) - 1))
+            cache[key] = int(ok.sum()) * (1 + 0.25 * (len(pats) - 1))
         return cache[key]
 
     def buckets(order):
