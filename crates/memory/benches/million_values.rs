@@ -58,13 +58,15 @@ fn write_dump(dir: &Path, n: u64) {
     for t in 0..last {
         writeln!(lr, "    {t}:{}", if t < n { format!("f{t}") } else { format!("nop{t}") }).unwrap();
     }
+    // In value-id order, as `HloLiveRange::ToString` prints them (the f values have ids
+    // 0..n, the parameters n..n+4).
     writeln!(lr, "  BufferLiveRange:").unwrap();
-    for p in 0..params {
-        writeln!(lr, "    p{p}{{}}:0-{last}").unwrap();
-    }
     for i in 0..n {
         let (s, e) = range_of(i);
         writeln!(lr, "    f{i}{{}}:{s}-{e}").unwrap();
+    }
+    for p in 0..params {
+        writeln!(lr, "    p{p}{{}}:0-{last}").unwrap();
     }
     writeln!(lr, "  Live ranges at 0 (peak):").unwrap();
     // .hlo.pb with the heap trace: ALLOC at definition, FREE after the last use.

@@ -46,12 +46,12 @@ pub fn replay_trace(m: &ModuleData, events: &[HeapEvent]) -> Result<TempProfile,
 
 /// Sweep of live ranges for the temp allocations of memory color 0. Values at the same
 /// offset of the same allocation share memory: per moment only the largest live one counts.
-pub fn sweep_schedule(m: &ModuleData, sequence: &[String], max: u64, ranges: &[Option<(u64, u64)>]) -> Result<TempProfile, String> {
+pub fn sweep_schedule(m: &ModuleData, sequence: &crate::model::Names, max: u64, ranges: &[Option<(u64, u64)>]) -> Result<TempProfile, String> {
     sweep_schedule_color(m, sequence, max, ranges, 0)
 }
 
 /// [`sweep_schedule`] for the temp allocations of memory color `color`.
-pub fn sweep_schedule_color(m: &ModuleData, sequence: &[String], max: u64, ranges: &[Option<(u64, u64)>], color: u64) -> Result<TempProfile, String> {
+pub fn sweep_schedule_color(m: &ModuleData, sequence: &crate::model::Names, max: u64, ranges: &[Option<(u64, u64)>], color: u64) -> Result<TempProfile, String> {
     // The parser guarantees max <= sequence length + 1 and every range end <= max.
     let len = usize::try_from(max).unwrap_or(usize::MAX).min(sequence.len() + 1) + 1;
     // i128: a sum of u64 sizes cannot wrap; a total past u64 is reported, not wrapped.
@@ -85,7 +85,7 @@ pub fn sweep_schedule_color(m: &ModuleData, sequence: &[String], max: u64, range
     let (mut cur, mut cur_u) = (0i128, 0i128);
     let (mut peak, mut peak_u, mut peak_index) = (0u64, 0u64, 0usize);
     let to_u64 = |v: i128, t: usize| -> Result<u64, String> {
-        u64::try_from(v.max(0)).map_err(|_| format!("the temp heap exceeds 2^64 bytes at schedule position {t} ({}): impossible sizes in the input", sequence.get(t).map(String::as_str).unwrap_or("")))
+        u64::try_from(v.max(0)).map_err(|_| format!("the temp heap exceeds 2^64 bytes at schedule position {t} ({}): impossible sizes in the input", sequence.get(t).unwrap_or("")))
     };
     for t in 0..len {
         cur += delta[t];
@@ -97,7 +97,7 @@ pub fn sweep_schedule_color(m: &ModuleData, sequence: &[String], max: u64, range
             peak_u = unpadded;
             peak_index = t;
         }
-        points.push((sequence.get(t).cloned().unwrap_or_default(), bytes, unpadded));
+        points.push((sequence.get(t).unwrap_or_default().to_string(), bytes, unpadded));
     }
     let t = peak_index as u64;
     let mut live: Vec<(u64, u64, usize)> = Vec::new();

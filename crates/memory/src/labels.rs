@@ -2,11 +2,9 @@
 //! analysis so that only those buffers' instructions are decoded.
 
 use crate::error::MemoryError;
-use crate::loader::check_total;
 use crate::model::{LabelSource, ModuleData};
 use crate::text::instruction::InstructionMeta;
 use crate::text::stack_frames::{parse_hlo_text_head, StackFrameIndex};
-use crate::text::values;
 use std::collections::{HashMap, HashSet};
 
 #[derive(Debug, Clone, Default)]
@@ -43,19 +41,15 @@ pub fn resolve_labels(m: &ModuleData, wanted: &HashSet<u64>) -> Result<HashMap<u
                 out.insert(b.id, label_of(&instr.meta, frames));
             }
         }
-        LabelSource::Text { values_file, hlo_text } => {
-            let Some(path) = values_file else { return Ok(out) };
-            let known: crate::model::FastSet<u64> = m.buffers.iter().map(|b| b.id).collect();
-            let scan = values::scan(path, &|id| known.contains(&id), &|id| wanted.contains(&id))?;
-            if let Some(total) = scan.total_bytes_used {
-                check_total(path, total, &m.allocations)?;
-            }
-            let needs_frames = scan.meta.values().any(|meta| meta.stack_frame_id.is_some() && meta.source_file.is_none());
+        LabelSource::Text { values, hlo_text } => {
+            let Some(values) = values else { return Ok(out) };
+            let meta = values.labels(wanted)?;
+            let needs_frames = meta.values().any(|meta| meta.stack_frame_id.is_some() && meta.source_file.is_none());
             let frames = match hlo_text {
                 Some(p) if needs_frames => parse_hlo_text_head(p)?,
                 _ => StackFrameIndex::default(),
             };
-            for (id, meta) in &scan.meta {
+            for (id, meta) in &meta {
                 out.insert(*id, label_of(meta, &frames));
             }
         }

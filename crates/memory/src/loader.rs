@@ -3,7 +3,7 @@
 use crate::error::MemoryError;
 use crate::model::{unpadded_size, Allocation, Buffer, LabelSource, Liveness, ModuleData};
 use crate::proto::hlo::{decode_hlo_proto_limited, for_each_instruction, Budget, DecodeError, EventKind, HeapEvent, ProtoLogicalBuffer, ProtoShape};
-use crate::text::{buffer_assignment, live_range, live_range_key};
+use crate::text::{buffer_assignment, live_range, live_range_key, values};
 use std::path::Path;
 
 /// From `-buffer-assignment.txt` + `-live-range.txt` (values file and HLO text only for
@@ -18,14 +18,22 @@ pub fn from_text(
     hlo_text: Option<&Path>,
     usage_report: Option<&Path>,
 ) -> Result<ModuleData, MemoryError> {
-    let mut ba = buffer_assignment::parse_file(ba_path)?;
+    // The three files parse at once: the live range and the values index on threads of
+    // their own (a million-value dump is 300 MB of text).
+    let (ba, live_range, values) = std::thread::scope(|scope| {
+        let live_range = live_range_path.map(|p| scope.spawn(move || live_range::parse_file(p)));
+        let values = values_path.map(|p| scope.spawn(move || values::index(p)));
+        let ba = buffer_assignment::parse_file(ba_path);
+        (ba, live_range.map(joined), values.map(joined))
+    });
+    let mut ba = ba?;
     let mut allocations = Vec::with_capacity(ba.allocations.len());
     let n_values: usize = ba.allocations.iter().map(|a| a.values.len()).sum();
     // Shapes repeat: parse each distinct one once.
     let mut unpadded_cache: crate::model::FastMap<String, u64> = Default::default();
     let mut buffers = Vec::with_capacity(n_values);
-    let mut seen_ids: crate::model::FastSet<u64> = Default::default();
-    seen_ids.reserve(n_values);
+    let max_id = ba.allocations.iter().flat_map(|a| a.values.iter().map(|v| v.id)).max().unwrap_or(0);
+    let mut seen_ids = crate::model::IdSet::with_bound(n_values, max_id);
     // Lines of each buffer, for error messages.
     let mut buffer_lines = Vec::with_capacity(n_values);
     for a in &mut ba.allocations {
@@ -107,19 +115,14 @@ pub fn from_text(
     }
 
     let needs_liveness = allocations.iter().any(|a| a.is_temp() && a.color == 0 && !a.buffers.is_empty());
-    let liveness = match live_range_path {
-        Some(path) => match live_range::parse_file(path)? {
+    let liveness = match live_range_path.zip(live_range) {
+        Some((path, live_range)) => match live_range? {
             Some(lr) => {
-                let mut ranges = Vec::with_capacity(buffers.len());
-                // `live_range_key` into one reused string (no allocation per value).
-                let mut key = String::new();
-                for (b, &line) in buffers.iter().zip(&buffer_lines) {
+                let joined = lr.ranges.join_in_id_order(buffers.iter().map(|b| (b.id, b.instruction.as_str(), b.index.as_str())));
+                let in_order = joined.is_some();
+                let ranges = joined.unwrap_or_else(|| buffers.iter().map(|b| lr.ranges.get(&b.instruction, &b.index).map(|(s, e, _)| (s, e))).collect());
+                for ((b, &line), range) in buffers.iter().zip(&buffer_lines).zip(&ranges) {
                     let alloc = &allocations[b.allocation];
-                    key.clear();
-                    key.push_str(&b.instruction);
-                    key.push_str(if b.index.is_empty() { "{}" } else { &b.index });
-                    debug_assert_eq!(key, live_range_key(&b.instruction, &b.index));
-                    let range = lr.ranges.get(key.as_str()).map(|&(s, e, _)| (s, e));
                     if range.is_none() && alloc.is_temp() && alloc.color == 0 {
                         return Err(MemoryError::inconsistent(
                             path,
@@ -133,14 +136,13 @@ pub fn from_text(
                             ),
                         ));
                     }
-                    ranges.push(range);
                 }
                 // Each value has its own key, so fewer matches than ranges means some
                 // range has no value; only then build the set to name them.
                 let matched = ranges.iter().filter(|r| r.is_some()).count();
-                if !exact_check && matched < lr.ranges.len() {
+                if !exact_check && !in_order && matched < lr.ranges.len() {
                     let known: crate::model::FastSet<String> = buffers.iter().map(|b| live_range_key(&b.instruction, &b.index)).collect();
-                    let mut missing: Vec<(&String, usize)> = lr.ranges.iter().filter(|(k, _)| !known.contains(*k)).map(|(k, &(_, _, line))| (k, line)).collect();
+                    let mut missing: Vec<(&str, usize)> = lr.ranges.iter().filter(|(k, _)| !known.contains(*k)).map(|(k, (_, _, line))| (k, line)).collect();
                     if !missing.is_empty() {
                         missing.sort_by_key(|&(_, line)| line);
                         warnings.push(format!(
@@ -173,11 +175,17 @@ pub fn from_text(
     };
 
     // Older XLA puts the values inside the buffer-assignment file itself.
-    let values_file = match values_path {
-        Some(p) => Some(p.to_path_buf()),
-        None if ba.has_embedded_values => Some(ba_path.to_path_buf()),
+    let values = match values {
+        Some(v) => Some(v?),
+        None if ba.has_embedded_values => Some(values::index(ba_path)?),
         None => None,
     };
+    if let Some(v) = &values {
+        v.check_known(|id| seen_ids.contains(id))?;
+        if let Some(total) = v.total_bytes_used {
+            check_total(&v.path, total, &allocations)?;
+        }
+    }
     let mut sources = vec![ba_path.to_path_buf()];
     sources.extend(live_range_path.map(Path::to_path_buf));
     Ok(ModuleData {
@@ -186,11 +194,16 @@ pub fn from_text(
         allocations,
         buffers,
         liveness,
-        labels: LabelSource::Text { values_file, hlo_text: hlo_text.map(Path::to_path_buf) },
+        labels: LabelSource::Text { values, hlo_text: hlo_text.map(Path::to_path_buf) },
         sources,
         other_traces: Vec::new(),
         warnings,
     })
+}
+
+/// A scoped thread's result; its panic goes on in the caller.
+fn joined<T>(job: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    job.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 pub(crate) fn check_total(path: &Path, total: u64, allocations: &[Allocation]) -> Result<(), MemoryError> {

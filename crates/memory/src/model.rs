@@ -83,7 +83,7 @@ pub enum Liveness {
     Trace(Vec<HeapEvent>),
     /// The flattened schedule and, per buffer, an inclusive `[start, end]` range
     /// (`None` for thread-local values, which have none).
-    Schedule { sequence: Vec<String>, max: u64, ranges: Vec<Option<(u64, u64)>> },
+    Schedule { sequence: Names, max: u64, ranges: Vec<Option<(u64, u64)>> },
     /// No liveness available for the temp allocation (no temp values at all).
     None,
 }
@@ -95,7 +95,9 @@ pub enum LabelSource {
     /// instruction id: (id, offset, length)), the instruction id of each buffer (by
     /// position) and the stack frames: labels are decoded for the buffers shown only.
     Proto { bytes: Vec<u8>, spans: Vec<(u64, u32, u32)>, instruction_of: Vec<u64>, frames: StackFrameIndex },
-    Text { values_file: Option<PathBuf>, hlo_text: Option<PathBuf> },
+    /// The values file's index (where each value's defining instruction lies) and the
+    /// optimized HLO text (stack frames, in-place updates).
+    Text { values: Option<crate::text::values::ValuesIndex>, hlo_text: Option<PathBuf> },
 }
 
 #[derive(Debug)]
@@ -176,3 +178,142 @@ impl std::hash::Hasher for FxHasher {
 
 pub type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
 pub type FastSet<K> = std::collections::HashSet<K, std::hash::BuildHasherDefault<FxHasher>>;
+
+/// Many short strings in one buffer: a million schedule names or live-range keys
+/// without a million allocations.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Names {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl Names {
+    pub fn push(&mut self, name: &str) {
+        self.text.push_str(name);
+        self.ends.push(self.text.len());
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    pub fn get(&self, i: usize) -> Option<&str> {
+        let end = *self.ends.get(i)?;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        Some(&self.text[start..end])
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+        (0..self.len()).filter_map(|i| self.get(i))
+    }
+}
+
+impl<S: AsRef<str>> FromIterator<S> for Names {
+    fn from_iter<I: IntoIterator<Item = S>>(iter: I) -> Names {
+        let mut names = Names::default();
+        for s in iter {
+            names.push(s.as_ref());
+        }
+        names
+    }
+}
+
+/// A set of value ids: a bitmap when they are dense (XLA numbers HLO values from 0, so
+/// a dump's ids are), a hash set otherwise (a crafted id of 2^60 must not size a bitmap).
+#[derive(Debug)]
+pub enum IdSet {
+    Dense(Vec<u64>),
+    Sparse(FastSet<u64>),
+}
+
+impl IdSet {
+    /// A set for about `expected` ids, all below `max_id + 1`.
+    pub fn with_bound(expected: usize, max_id: u64) -> IdSet {
+        let dense_limit = (expected as u64).saturating_mul(64).saturating_add(1 << 20);
+        if max_id < dense_limit {
+            IdSet::Dense(vec![0; (max_id / 64 + 1) as usize])
+        } else {
+            let mut set = FastSet::default();
+            set.reserve(expected);
+            IdSet::Sparse(set)
+        }
+    }
+
+    /// Add `id`; false when it was there already.
+    pub fn insert(&mut self, id: u64) -> bool {
+        match self {
+            IdSet::Dense(bits) => match bits.get_mut((id / 64) as usize) {
+                Some(word) => {
+                    let bit = 1u64 << (id % 64);
+                    let fresh = *word & bit == 0;
+                    *word |= bit;
+                    fresh
+                }
+                None => {
+                    // Above the bound given: move to a hash set rather than grow.
+                    let mut set: FastSet<u64> = Default::default();
+                    for (w, &word) in bits.iter().enumerate() {
+                        for b in 0..64 {
+                            if word & (1 << b) != 0 {
+                                set.insert(w as u64 * 64 + b);
+                            }
+                        }
+                    }
+                    *self = IdSet::Sparse(set);
+                    self.insert(id)
+                }
+            },
+            IdSet::Sparse(set) => set.insert(id),
+        }
+    }
+
+    pub fn contains(&self, id: u64) -> bool {
+        match self {
+            IdSet::Dense(bits) => bits.get((id / 64) as usize).is_some_and(|w| w & (1 << (id % 64)) != 0),
+            IdSet::Sparse(set) => set.contains(&id),
+        }
+    }
+}
+
+impl FromIterator<u64> for IdSet {
+    fn from_iter<I: IntoIterator<Item = u64>>(iter: I) -> IdSet {
+        let ids: Vec<u64> = iter.into_iter().collect();
+        let mut set = IdSet::with_bound(ids.len(), ids.iter().copied().max().unwrap_or(0));
+        for id in ids {
+            set.insert(id);
+        }
+        set
+    }
+}
+
+#[cfg(test)]
+mod collection_tests {
+    use super::*;
+
+    #[test]
+    fn names_keep_order_and_text() {
+        let names: Names = ["f0", "", "fusion.12"].into_iter().collect();
+        assert_eq!(names.len(), 3);
+        assert_eq!(names.get(1), Some(""));
+        assert_eq!(names.get(2), Some("fusion.12"));
+        assert_eq!(names.get(3), None);
+        assert_eq!(names.iter().collect::<Vec<_>>(), ["f0", "", "fusion.12"]);
+    }
+
+    #[test]
+    fn id_sets_dense_sparse_and_past_the_bound() {
+        let mut dense = IdSet::with_bound(4, 10);
+        assert!(matches!(dense, IdSet::Dense(_)));
+        assert!(dense.insert(3) && !dense.insert(3));
+        assert!(dense.insert(1 << 40), "an id past the bound moves to a hash set");
+        assert!(matches!(dense, IdSet::Sparse(_)));
+        assert!(dense.contains(3) && dense.contains(1 << 40) && !dense.contains(4));
+        let sparse: IdSet = [u64::MAX, 7].into_iter().collect();
+        assert!(matches!(sparse, IdSet::Sparse(_)));
+        assert!(sparse.contains(u64::MAX) && sparse.contains(7) && !sparse.contains(8));
+    }
+}

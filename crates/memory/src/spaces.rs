@@ -167,7 +167,7 @@ mod tests {
                 max: 4,
                 ranges: vec![None, None, None, Some((0, 1)), Some((1, 2)), Some((2, 3)), Some((0, 1)), None],
             },
-            labels: LabelSource::Text { values_file: None, hlo_text: None },
+            labels: LabelSource::Text { values: None, hlo_text: None },
             sources: Vec::new(),
             other_traces: Vec::new(),
             warnings: Vec::new(),

@@ -68,32 +68,29 @@ pub(crate) fn parse(lines: &mut Lines) -> Result<BufferAssignmentText, MemoryErr
     if first != "BufferAssignment:" {
         return Err(lines.error(format!("expected `BufferAssignment:` (is this a -buffer-assignment.txt file?), found `{}`", clip(&first))));
     }
-    let mut buf = String::new();
     let mut at_end = true;
-    while lines.next_into(&mut buf)? {
-        let line = buf.as_str();
+    while let Some((line, here)) = lines.next_line()? {
         if line.is_empty() {
             continue;
         }
         if let Some(rest) = line.strip_prefix("allocation ") {
-            let alloc = parse_header(rest).map_err(|m| lines.error(m))?;
-            out.allocations.push(TextAllocation { line: lines.line_no(), ..alloc });
+            let alloc = parse_header(rest).map_err(|m| here.error(m))?;
+            out.allocations.push(TextAllocation { line: here.line_no(), ..alloc });
         } else if let Some(rest) = line.strip_prefix(" value: ") {
-            let value = parse_value_line(rest).map_err(|m| lines.error(m))?;
-            let line_no = lines.line_no();
+            let value = parse_value_line(rest).map_err(|m| here.error(m))?;
             let Some(alloc) = out.allocations.last_mut() else {
-                return Err(lines.error("value line before any allocation"));
+                return Err(here.error("value line before any allocation"));
             };
-            alloc.values.push(TextValue { line: line_no, ..value });
+            alloc.values.push(TextValue { line: here.line_no(), ..value });
         } else if let Some(rest) = line.strip_prefix("Total bytes used: ") {
             let n = rest.split(' ').next().unwrap_or("");
-            out.total_bytes_used = Some(parse_u64(n, "total bytes").map_err(|m| lines.error(m))?);
+            out.total_bytes_used = Some(parse_u64(n, "total bytes").map_err(|m| here.error(m))?);
         } else if line == "Used values:" {
             out.has_embedded_values = true;
             at_end = false;
             break;
         } else {
-            return Err(lines.error(format!("unexpected line in buffer assignment: `{}`", clip(line))));
+            return Err(here.error(format!("unexpected line in buffer assignment: `{}`", clip(line))));
         }
     }
     if at_end {
@@ -166,38 +163,53 @@ fn parse_header(rest: &str) -> Result<TextAllocation, String> {
 /// `<185 ynn_fusion.5 @0> (size=1048576,offset=0): f32[256,1024]{1,0}` (after ` value: `).
 pub(crate) fn parse_value_line(rest: &str) -> Result<TextValue, String> {
     let r = rest.strip_prefix('<').ok_or("value does not start with `<`")?;
-    let close = r.find("> (size=").ok_or("expected `> (size=` in value line (truncated line?)")?;
+    // HLO names hold no `>`: the first one closes the reference (checked, else searched).
+    let close = match memchr::memchr(b'>', r.as_bytes()) {
+        Some(i) if r[i..].starts_with("> (size=") => i,
+        _ => r.find("> (size=").ok_or("expected `> (size=` in value line (truncated line?)")?,
+    };
     let mut v = parse_value_ref(&r[..close])?;
     let r = &r[close + "> (size=".len()..];
-    let (size, r) = r.split_once(",offset=").ok_or("expected `,offset=` in value line")?;
-    let (offset, shape) = r.split_once("): ").ok_or("expected `): SHAPE` after the offset")?;
+    let comma = memchr::memchr(b',', r.as_bytes()).ok_or("expected `,offset=` in value line")?;
+    let (size, r) = (&r[..comma], r[comma..].strip_prefix(",offset=").ok_or("expected `,offset=` in value line")?);
+    let paren = memchr::memchr(b')', r.as_bytes()).ok_or("expected `): SHAPE` after the offset")?;
+    let (offset, shape) = (&r[..paren], r[paren..].strip_prefix("): ").ok_or("expected `): SHAPE` after the offset")?);
     v.size = parse_u64(size, "value size")?;
     v.offset = parse_u64(offset, "value offset")?;
     v.shape = shape.to_string();
     Ok(v)
 }
 
-/// The inside of `<id name{index} (phi) @color>`.
-pub(crate) fn parse_value_ref(inner: &str) -> Result<TextValue, String> {
+/// The parts of `<id name{index} (phi) @color>` (its inside), without copying:
+/// (id, `name{index}`, phi, color).
+pub(crate) fn split_value_ref(inner: &str) -> Result<(u64, &str, bool, u64), String> {
     let (id, mut name) = inner.split_once(' ').ok_or_else(|| format!("expected `<id name>`, found `<{}>`", clip(inner)))?;
-    let mut v = TextValue { id: parse_u64(id, "value id")?, ..Default::default() };
-    if let Some((head, color)) = name.rsplit_once(" @") {
-        if !color.is_empty() && color.bytes().all(|b| b.is_ascii_digit()) {
-            v.color = parse_u64(color, "value color")?;
+    let id = parse_u64(id, "value id")?;
+    let mut color = 0;
+    if let Some((head, c)) = name.rsplit_once(" @") {
+        if !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit()) {
+            color = parse_u64(c, "value color")?;
             name = head;
         }
     }
-    if let Some(head) = name.strip_suffix(" (phi)") {
-        v.phi = true;
-        name = head;
-    }
+    let phi = match name.strip_suffix(" (phi)") {
+        Some(head) => {
+            name = head;
+            true
+        }
+        None => false,
+    };
     if name.is_empty() {
         return Err(format!("value {id} has no instruction name"));
     }
+    Ok((id, name, phi, color))
+}
+
+/// The inside of `<id name{index} (phi) @color>`.
+pub(crate) fn parse_value_ref(inner: &str) -> Result<TextValue, String> {
+    let (id, name, phi, color) = split_value_ref(inner)?;
     let (instr, index) = split_shape_index(name);
-    v.instruction = instr.to_string();
-    v.index = index.to_string();
-    Ok(v)
+    Ok(TextValue { id, instruction: instr.to_string(), index: index.to_string(), phi, color, ..Default::default() })
 }
 
 #[cfg(test)]
