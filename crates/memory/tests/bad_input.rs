@@ -11,7 +11,7 @@ fn fixture(name: &str) -> PathBuf {
 
 /// A scratch copy of the mlp fixture (dump files only) that a test can damage.
 fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("oomdoc-memory-{}-{test}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("oomdoc-memory-{test}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     for entry in std::fs::read_dir(fixture("mlp_train_step")).unwrap().flatten() {
@@ -37,7 +37,7 @@ fn analyze(dir: &Path, source: SourcePreference) -> Result<oomdoc_memory::Module
 
 #[test]
 fn empty_directory() {
-    let dir = std::env::temp_dir().join(format!("oomdoc-memory-{}-empty", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("oomdoc-memory-empty");
     std::fs::create_dir_all(&dir).unwrap();
     let e = load_dump(&dir).unwrap_err();
     assert!(matches!(e, MemoryError::NoDumps { .. }), "{e}");

@@ -105,7 +105,7 @@ fn repeated(field: u32, record: &[u8], n: usize) -> Vec<u8> {
 }
 
 fn write(test: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("oomdoc-crafted-{}-{test}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("oomdoc-crafted-{test}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("module_0001.jit_crafted.cpu_after_optimizations.hlo.pb");

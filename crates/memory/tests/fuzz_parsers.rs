@@ -18,7 +18,7 @@ static CASE: AtomicUsize = AtomicUsize::new(0);
 
 /// Write the mlp dump with `damaged` replacing the file with `suffix`, and analyse it.
 fn run_damaged(suffix: &str, damaged: &[u8], source: SourcePreference) {
-    let dir: PathBuf = std::env::temp_dir().join(format!("oomdoc-memory-fuzz-{}-{}", std::process::id(), CASE.fetch_add(1, Ordering::Relaxed)));
+    let dir: PathBuf = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("oomdoc-memory-fuzz-{}", CASE.fetch_add(1, Ordering::Relaxed)));
     std::fs::create_dir_all(&dir).unwrap();
     for s in SUFFIXES.iter().chain([".hlo.pb"].iter()) {
         let bytes = if *s == suffix { damaged.to_vec() } else { original(s) };

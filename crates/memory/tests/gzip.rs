@@ -17,7 +17,7 @@ fn fixture(rel: &str) -> PathBuf {
 }
 
 fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("oomdoc-gzip-{}-{test}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("oomdoc-gzip-{test}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir

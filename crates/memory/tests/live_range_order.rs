@@ -12,7 +12,7 @@ fn fixtures() -> PathBuf {
 
 /// Copy the text files of `from` to a scratch dir, with the live ranges reversed.
 fn reversed_copy(from: &Path, tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("oomdoc-lr-order-{}-{tag}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("oomdoc-lr-order-{tag}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     for entry in std::fs::read_dir(from).unwrap().flatten() {

@@ -9,7 +9,7 @@ const PREFIX: &str = "module_0001.jit_crafted.cpu_after_optimizations";
 
 /// A dump directory with these two files; the analysis error (or `None` on success).
 fn run(test: &str, ba: &str, lr: &str) -> Option<String> {
-    let dir = std::env::temp_dir().join(format!("oomdoc-overflow-{}-{test}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("oomdoc-overflow-{test}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join(format!("{PREFIX}-buffer-assignment.txt")), ba).unwrap();
@@ -139,7 +139,7 @@ fn hlo_proto(alloc_size: u64, buffers: &[(u64, u64, u64)]) -> Vec<u8> {
 }
 
 fn run_proto(test: &str, proto: &[u8]) -> Result<u64, String> {
-    let dir = std::env::temp_dir().join(format!("oomdoc-overflow-{}-{test}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("oomdoc-overflow-{test}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join(format!("{PREFIX}.hlo.pb")), proto).unwrap();

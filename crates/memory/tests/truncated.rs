@@ -13,7 +13,7 @@ fn fixture(rel: &str) -> PathBuf {
 
 /// Text files of a fixture, minus those whose names end with one of `drop`.
 fn scratch(from: &str, test: &str, drop: &[&str]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("oomdoc-trunc-{}-{test}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("oomdoc-trunc-{test}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     for entry in std::fs::read_dir(fixture(from)).unwrap().flatten() {

@@ -115,7 +115,7 @@ fn session_lists_and_calls_every_tool() {
     assert!(text_of(&r).contains("tried to allocate 64.00 MiB"), "{}", text_of(&r));
 
     // diagnose: paths (a directory of two logs, merged)
-    let dir = std::env::temp_dir().join(format!("oomdoc-mcp-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("oomdoc-mcp");
     std::fs::create_dir_all(&dir).unwrap();
     for h in ["host0.log", "host1.log"] {
         std::fs::write(dir.join(h), format!("step 1\n{}\n", cuda_message())).unwrap();

@@ -95,7 +95,7 @@ fn several_modules_listed_and_the_largest_analysed() {
 #[test]
 fn html_is_one_self_contained_file() {
     let dir = fixtures().join("mlp_train_step");
-    let out = std::env::temp_dir().join(format!("oomdoc-memory-cli-{}.html", std::process::id()));
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("oomdoc-memory-cli.html");
     let o = oomdoc(&["memory", dir.to_str().unwrap(), "--format", "html", "-o", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let html = std::fs::read_to_string(&out).unwrap();
@@ -122,7 +122,7 @@ fn single_files_and_sources() {
 
 #[test]
 fn bad_input_exits_2_with_one_line() {
-    let empty = std::env::temp_dir().join(format!("oomdoc-memory-cli-empty-{}", std::process::id()));
+    let empty = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("oomdoc-memory-cli-empty");
     std::fs::create_dir_all(&empty).unwrap();
     let o = oomdoc(&["memory", empty.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
@@ -179,7 +179,7 @@ fn memory_space_selector() {
 /// or the same file through a symlink. A new file, also inside the dump directory, is fine.
 #[test]
 fn output_never_overwrites_an_input() {
-    let tmp = std::env::temp_dir().join(format!("oomdoc-memory-o-{}", std::process::id()));
+    let tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("oomdoc-memory-o");
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).unwrap();
     for entry in std::fs::read_dir(fixtures().join("mlp_train_step")).unwrap() {
@@ -218,7 +218,7 @@ fn output_never_overwrites_an_input() {
 #[test]
 fn truncated_text_dump_warns_and_compressed_proto_is_read() {
     let src = fixtures().join("compressed_dump");
-    let dir = std::env::temp_dir().join(format!("oomdoc-cli-trunc-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("oomdoc-cli-trunc");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let mut ba = PathBuf::new();

@@ -12,7 +12,7 @@ fn stdout(o: &Output) -> String {
 }
 
 fn write_temp(name: &str, text: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("oomdoc-plan-cli-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("oomdoc-plan-cli");
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     std::fs::File::create(&p).unwrap().write_all(text.as_bytes()).unwrap();

@@ -28,7 +28,7 @@ fn post(addr: SocketAddr, path: &str, headers: &[(&str, &str)], body: &[u8]) -> 
 
 #[test]
 fn serve_flags_for_origins_and_the_log_store() {
-    let dir = std::env::temp_dir().join(format!("oomdoc-serve-cli-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("oomdoc-serve-cli");
     let _ = std::fs::remove_dir_all(&dir);
     let mut child = Command::new(env!("CARGO_BIN_EXE_oomdoc"))
         .args(["serve", "--addr", "127.0.0.1:0", "--db"])
