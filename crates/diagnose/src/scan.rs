@@ -1131,7 +1131,7 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             let l = POOL[(x % POOL.len() as u64) as usize];
-            if x % 997 == 0 {
+            if x.is_multiple_of(997) {
                 text.push_str(&"z".repeat(70_000));
             }
             // Runs of plain lines between the pool's, so that blocks close.

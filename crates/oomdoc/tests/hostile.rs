@@ -387,7 +387,7 @@ fn diagnose_a_log_truncated_while_it_is_read() {
     let mut i = 0u64;
     while log.len() < 64 << 20 {
         i += 1;
-        if i % 50_000 == 0 {
+        if i.is_multiple_of(50_000) {
             log.extend_from_slice(msg.as_bytes());
             log.push(b'\n');
         }
