@@ -15,20 +15,27 @@
 //! window a scan registered (a fixed table of atomics, [`SLOTS`]), it maps an anonymous
 //! zero page over the faulting page (`MAP_FIXED`), marks the window, and returns, so the
 //! access reads zeros; any other SIGBUS is handed to the previous handler (or the default
-//! action) as if this one were not there. The scanner checks the mark and the size after
-//! each window and stops at the last complete line that was still in the file; the
-//! report says so in `notes`.
+//! action) as if this one were not there. The scanner hands on a window's blocks only
+//! after checking the mark and the size again; if the file shrank, it cuts the window again
+//! up to the last complete line before the new end (and before the first zeroed page),
+//! stops there, and the report says so in `notes`. Should the zero page itself fail to map
+//! (no memory), the handler falls through to the default action, as without it.
 //!
-//! Async-signal-safety: the handler reads atomics, calls `mmap` and `sigaction`, and may
-//! call `raise`. POSIX lists `sigaction` and `raise` as async-signal-safe; `mmap` is not on
-//! the list, but on Linux (glibc and musl alike) it is a thin wrapper around the system call
-//! that takes no lock and allocates nothing, so calling it from a handler cannot deadlock
-//! or corrupt user-space state (the JVM's and Go's runtimes, and wasm engines' trap
-//! handlers, rely on the same property). The handler does not allocate, lock or print.
+//! Async-signal-safety: the handler reads and writes atomics, calls `mmap` and `sigaction`,
+//! may call the previous handler or `raise`, and does not allocate, lock or print. POSIX
+//! lists `sigaction` and `raise` as async-signal-safe; `mmap` is not on the list, but on
+//! Linux (glibc and musl alike) it is a thin wrapper around the system call that takes no
+//! user-space lock and allocates nothing, so calling it from a handler cannot deadlock or
+//! corrupt user-space state; the kernel serializes it against the faulting access itself.
+//! Write-barrier garbage collectors (the Boehm GC's incremental mode) call `mprotect`,
+//! equally absent from the list, from their SIGSEGV handlers on the same grounds.
 //!
-//! One more caveat, shared by every reader of a mapped file (ripgrep included): bytes
-//! that another process changes while they are read may be seen half old, half new. Log
-//! files are appended to; the scanner only ever sees bytes the file held, or zeros.
+//! Caveats, shared by every reader of a mapped file (ripgrep included): bytes that another
+//! process changes while they are read may be seen half old, half new, and a `&[u8]` whose
+//! bytes change under it is outside what Rust's memory model describes (the scanner only
+//! compares bytes, never trusts them to stay equal between reads: every shrink is checked
+//! against the file's size and the fault marks). A file emptied and written again faster
+//! than the scanner reaches those bytes is read with its new content, as `read()` would.
 
 use std::fs::File;
 use std::io;

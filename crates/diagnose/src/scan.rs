@@ -677,7 +677,7 @@ fn scan_on<R: Read>(mut reader: R, context: &mut LogContext, pool: Option<Search
 }
 
 /// Scan `file` from byte `start` (past a byte-order mark) through bounded mapped windows
-/// instead of reading it (see [`crate::mapped`]): the same blocks, lines and stats as
+/// instead of reading it (see `mapped.rs`): the same blocks, lines and stats as
 /// [`scan_with`] over the same bytes. None, before anything was scanned, when the file
 /// cannot be mapped (the caller reads it instead).
 #[cfg(target_os = "linux")]
