@@ -3,10 +3,13 @@
 //! `cargo bench -p oomdoc-diagnose --bench scan_throughput -- [SIZE_MIB]` (default 1024)
 //! writes a training log of that size to a temporary file — step lines, metrics,
 //! warnings, tracebacks, nvidia-smi tables, with five real OOM messages buried in it —
-//! then times one streaming `diagnose_reader` pass and reads peak RSS (VmHWM), and
+//! then times full diagnoses of the file (`diagnose_file`: mapped windows on Linux; also
+//! read with `read()` as before, and piped through `cat`), reads peak RSS (VmHWM), and
 //! times `grep -c` and `rg -c` (if installed) for the same trigger words on the same file.
-//! With `OOMDOC_BENCH_LOG=PATH` the log is written there once and kept (an existing file
-//! at PATH is used as it is), for repeated runs and for timing other tools on it.
+//! The timings are medians over alternating rounds (`OOMDOC_BENCH_ROUNDS`, default 5), each
+//! with its range: one sample on a shared machine is noise. With `OOMDOC_BENCH_LOG=PATH`
+//! the log is written there once and kept (an existing file at PATH is used as it is), for
+//! repeated runs and for timing other tools on it.
 
 use std::io::{BufWriter, Write};
 use std::time::Instant;
@@ -70,6 +73,38 @@ fn diagnose_timed(reader: impl std::io::Read, threads: usize) -> (f64, oomdoc_di
     (t.elapsed().as_secs_f64(), report)
 }
 
+fn diagnose_file_timed(path: &std::path::Path, threads: usize) -> (f64, oomdoc_diagnose::Report) {
+    let t = Instant::now();
+    let opts = oomdoc_diagnose::Options { threads, ..Default::default() };
+    let report = oomdoc_diagnose::diagnose_file(std::fs::File::open(path).unwrap(), &opts).unwrap();
+    (t.elapsed().as_secs_f64(), report)
+}
+
+/// Seconds of each round of one measurement.
+#[derive(Default)]
+struct Samples(Vec<f64>);
+
+impl Samples {
+    fn median(&self) -> f64 {
+        let mut v = self.0.clone();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+    }
+
+    /// "0.21 s, 4876 MiB/s (median of 5: 0.19–0.30 s)"
+    fn show(&self, mib: f64) -> String {
+        let m = self.median();
+        let lo = self.0.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = self.0.iter().copied().fold(0.0, f64::max);
+        format!("{m:.2} s, {:.0} MiB/s (median of {}: {lo:.2}–{hi:.2} s)", mib / m, self.0.len())
+    }
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg").map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")).unwrap_or_else(|_| "?".into())
+}
+
 fn main() {
     let mib: u64 = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(1024);
     let dir = std::env::temp_dir().join(format!("oomdoc-bench-{}", std::process::id()));
@@ -83,46 +118,72 @@ fn main() {
     let size = bytes as f64 / 1048576.0;
     let rss_before = peak_rss_kib().unwrap_or(0);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut lines = 0;
-    for threads in [1, cores] {
-        // Page cache warm for both runs: read once before the first.
-        if threads == 1 {
-            std::io::copy(&mut std::fs::File::open(&path).unwrap(), &mut std::io::sink()).unwrap();
-        }
-        let (secs, report) = diagnose_timed(std::fs::File::open(&path).unwrap(), threads);
-        let ooms = report.findings.iter().filter(|f| f.kind == oomdoc_kb::Kind::Oom).count();
-        let found_lines: Vec<u64> = report.findings.iter().map(|f| f.line).collect();
-        lines = report.lines_scanned;
-        println!(
-            "oomdoc diagnose, {threads} thread(s): {secs:.2} s, {:.0} MiB/s, {} findings ({ooms} oom) at lines {found_lines:?}",
-            size / secs,
-            report.findings.len()
-        );
-    }
-    // Piped input (a pipe, not a file): memory stays bounded the same way.
-    let mut cat = std::process::Command::new("cat").arg(&path).stdout(std::process::Stdio::piped()).spawn().unwrap();
-    let (secs, _) = diagnose_timed(cat.stdout.take().unwrap(), 0);
-    cat.wait().ok();
-    let rss = peak_rss_kib().unwrap_or(0);
-    println!("oomdoc diagnose, piped through cat, {cores} threads: {secs:.2} s, {:.0} MiB/s", size / secs);
-    println!("log: {size:.0} MiB, {lines} lines; peak RSS of all runs {} MiB (process before scanning: {} MiB)", rss / 1024, rss_before / 1024);
+    let rounds: usize = std::env::var("OOMDOC_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(5);
     let p = path.to_str().unwrap();
     // Six trigger words, as the comparison: grep -c -E and rg -c.
     let six = "out of memory|Out of memory|RESOURCE_EXHAUSTED|OutOfResources|OOM when allocating|Killed process";
     // (ripgrep's `-E` means --encoding; its patterns are extended regexes already.)
     // ripgrep maps a single file into memory (1 GiB of RSS here); `--no-mmap` reads it as
-    // oomdoc does, into a bounded buffer.
-    for (label, tool, args) in [
+    // oomdoc's read path does, into a bounded buffer. grep writes to a pipe (GNU grep stops
+    // early when its output is /dev/null).
+    let tools: [(&str, &str, Vec<&str>); 3] = [
         ("grep -c -E", "grep", vec!["-c", "-E", six, p]),
         ("rg -c", "rg", vec!["-c", six, p]),
         ("rg -c --no-mmap", "rg", vec!["-c", "--no-mmap", six, p]),
-    ] {
-        match time_cmd(tool, &args) {
-            Some(s) => println!("{label} (6 trigger words): {s:.2} s, {:.0} MiB/s", size / s),
+    ];
+    // Page cache warm for every run: read once before the first.
+    std::io::copy(&mut std::fs::File::open(&path).unwrap(), &mut std::io::sink()).unwrap();
+    let load_before = load_average();
+    let mut mapped: [Samples; 2] = Default::default();
+    let mut read = Samples::default();
+    let mut piped = Samples::default();
+    let mut tool_times: Vec<Option<Samples>> = tools.iter().map(|_| Some(Samples::default())).collect();
+    let mut lines = 0;
+    let mut found = Vec::new();
+    for _ in 0..rounds {
+        for (i, threads) in [1, cores].into_iter().enumerate() {
+            let (secs, report) = diagnose_file_timed(&path, threads);
+            mapped[i].0.push(secs);
+            let ooms = report.findings.iter().filter(|f| f.kind == oomdoc_kb::Kind::Oom).count();
+            let found_lines: Vec<u64> = report.findings.iter().map(|f| f.line).collect();
+            lines = report.lines_scanned;
+            found.push((threads, report.findings.len(), ooms, found_lines));
+        }
+        // The read() path, as every input that is not a plain regular file takes it.
+        let (secs, report) = diagnose_timed(std::fs::File::open(&path).unwrap(), cores);
+        assert_eq!(report.lines_scanned, lines, "the read and mapped paths agree");
+        read.0.push(secs);
+        // Piped input (a pipe, not a file): memory stays bounded the same way.
+        let mut cat = std::process::Command::new("cat").arg(&path).stdout(std::process::Stdio::piped()).spawn().unwrap();
+        let (secs, _) = diagnose_timed(cat.stdout.take().unwrap(), 0);
+        cat.wait().ok();
+        piped.0.push(secs);
+        for ((_, tool, args), times) in tools.iter().zip(tool_times.iter_mut()) {
+            if let Some(t) = times {
+                match time_cmd(tool, args) {
+                    Some(s) => t.0.push(s),
+                    None => *times = None,
+                }
+            }
+        }
+    }
+    let rss = peak_rss_kib().unwrap_or(0);
+    for (i, threads) in [1, cores].into_iter().enumerate() {
+        let (_, n, ooms, found_lines) = found.iter().find(|f| f.0 == threads).unwrap();
+        println!("oomdoc diagnose, {threads} thread(s): {}, {n} findings ({ooms} oom) at lines {found_lines:?}", mapped[i].show(size));
+    }
+    println!("oomdoc diagnose, read() instead of mapped windows, {cores} threads: {}", read.show(size));
+    println!("oomdoc diagnose, piped through cat, {cores} threads: {}", piped.show(size));
+    println!("log: {size:.0} MiB, {lines} lines; peak RSS of all runs {} MiB (process before scanning: {} MiB)", rss / 1024, rss_before / 1024);
+    for ((label, tool, _), times) in tools.iter().zip(&tool_times) {
+        match times {
+            Some(t) => println!("{label} (6 trigger words): {}", t.show(size)),
             None => println!("{tool}: not installed"),
         }
     }
-    // The same full trigger list oomdoc's prefilter uses, for a like-for-like comparison.
+    println!("load average before the rounds: {load_before}; after: {}", load_average());
+    // The same full trigger list oomdoc's prefilter uses, for a like-for-like comparison
+    // (one run each: they take seconds).
     let list = dir.join("triggers.txt");
     std::fs::write(&list, oomdoc_diagnose::scan::start_triggers().join("\n")).unwrap();
     let list = list.to_str().unwrap().to_string();

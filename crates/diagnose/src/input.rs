@@ -180,6 +180,40 @@ pub fn open(path: &Path) -> io::Result<Decoded<'static>> {
     decode(f)
 }
 
+/// Where the text of `file` starts when it is plain UTF-8 that [`decode`] would pass
+/// through unchanged but for a byte-order mark (not compressed, not UTF-16, not CR-only):
+/// 0, or 3 past a UTF-8 BOM. None otherwise. Reads the head without moving the file's
+/// position.
+#[cfg(unix)]
+pub fn plain_text_start(file: &std::fs::File) -> io::Result<Option<u64>> {
+    use std::os::unix::fs::FileExt;
+    let mut head = vec![0u8; SNIFF + 3];
+    let mut filled = 0;
+    while filled < head.len() {
+        match file.read_at(&mut head[filled..], filled as u64) {
+            Ok(0) => break,
+            Ok(k) => filled += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    head.truncate(filled);
+    let first = &head[..head.len().min(SNIFF)];
+    if sniff_compression(first) != Compression::None {
+        return Ok(None);
+    }
+    let (encoding, bom) = sniff_encoding(first);
+    if encoding != Encoding::Utf8 {
+        return Ok(None);
+    }
+    // As `decode`: the CR-only test looks at the first SNIFF bytes after the mark.
+    let text = &head[bom..(bom + SNIFF).min(head.len())];
+    if text.contains(&b'\r') && !text.contains(&b'\n') {
+        return Ok(None);
+    }
+    Ok(Some(bom as u64))
+}
+
 /// Whether a file is worth reading as a log when a directory is searched: text
 /// (UTF-8 or UTF-16) or a compressed stream. Binary files (checkpoints, protos,
 /// images) are skipped: NUL bytes that are not UTF-16's, or many control bytes.

@@ -25,6 +25,8 @@ pub mod hardware;
 pub mod multi;
 pub mod input;
 pub mod live;
+#[cfg(target_os = "linux")]
+mod mapped;
 pub mod normalize;
 pub mod recognize;
 pub mod render;
@@ -73,6 +75,30 @@ pub fn diagnose_reader<R: Read>(reader: R, opts: &Options) -> std::io::Result<Re
     }
     report.notes.extend(info.notes());
     Ok(report)
+}
+
+/// Diagnose a log file: as [`diagnose_reader`] over its bytes, but a plain-text regular
+/// file (the usual case) is searched through bounded mapped windows instead of being
+/// copied out of the page cache (Linux). A file that shrinks while it is scanned
+/// (truncated or rotated) ends the scan there, with a note.
+pub fn diagnose_file(file: std::fs::File, opts: &Options) -> std::io::Result<Report> {
+    #[cfg(target_os = "linux")]
+    if file.metadata()?.is_file() {
+        if let Some(start) = input::plain_text_start(&file)? {
+            let mut collector = Collector::default();
+            let mut ctx = scan::LogContext::default();
+            if let Some(stats) = scan::scan_file_with(&file, start, &mut ctx, opts.threads, |block| collector.block(block))? {
+                let mut report = collector.finish(&ctx, opts);
+                report.lines_scanned = stats.lines;
+                report.bytes_scanned = stats.bytes;
+                if let Some(at) = stats.shrank_at {
+                    report.notes.push(format!("the file shrank while it was read (truncated or rotated); scanned up to byte {at}"));
+                }
+                return Ok(report);
+            }
+        }
+    }
+    diagnose_reader(std::io::BufReader::with_capacity(1 << 16, file), opts)
 }
 
 /// Diagnose UTF-8 text from a reader, streaming (no decoding).

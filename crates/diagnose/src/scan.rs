@@ -333,6 +333,9 @@ pub struct ScanStats {
     pub lines: u64,
     pub bytes: u64,
     pub blocks: u64,
+    /// A mapped file shrank while it was scanned (truncated or rotated): the scan
+    /// stopped there, after this many bytes of it.
+    pub shrank_at: Option<u64>,
 }
 
 /// Settings lines seen anywhere in the log.
@@ -341,6 +344,7 @@ pub struct LogContext {
     pub lines: Vec<(u64, String)>,
 }
 
+#[derive(Clone)]
 struct OpenBlock {
     lines: Vec<(u64, Vec<u8>)>,
     quiet: u32,
@@ -494,7 +498,7 @@ fn trigger_lines(region: &[u8], threads: usize) -> TriggerLines {
     }
     std::thread::scope(|sc| {
         let pool = SearchPool::start(sc, threads);
-        let job = pool.search(&Arc::new(region.to_vec()), region.len());
+        let job = pool.search(&(Arc::new(region.to_vec()) as SharedBytes), region.len());
         pool.collect(job)
     })
 }
@@ -509,9 +513,12 @@ struct SearchPool {
     done: std::sync::mpsc::Receiver<Done>,
 }
 
+/// Bytes the search workers share: a read buffer or a mapped window of a file.
+type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
 /// One buffer's search: its parts and the next part to take.
 struct Job {
-    buf: Arc<Vec<u8>>,
+    buf: SharedBytes,
     cuts: Vec<usize>,
     next: std::sync::atomic::AtomicUsize,
 }
@@ -531,7 +538,7 @@ impl Job {
                 return;
             }
             let (a, b) = (self.cuts[i], self.cuts[i + 1]);
-            out(i, search_part(&self.buf[a..b], a));
+            out(i, search_part(&(*self.buf).as_ref()[a..b], a));
         }
     }
 }
@@ -564,8 +571,8 @@ impl SearchPool {
     }
 
     /// Hands out the search of `buf[..end]`; `collect` gets the result.
-    fn search(&self, buf: &Arc<Vec<u8>>, end: usize) -> Arc<Job> {
-        let cuts = split_points(&buf[..end], self.workers.len() * PARTS_PER_THREAD);
+    fn search(&self, buf: &SharedBytes, end: usize) -> Arc<Job> {
+        let cuts = split_points(&(**buf).as_ref()[..end], self.workers.len() * PARTS_PER_THREAD);
         let job = Arc::new(Job { buf: buf.clone(), cuts, next: std::sync::atomic::AtomicUsize::new(0) });
         for w in &self.workers {
             w.send(job.clone()).expect("scan worker");
@@ -625,38 +632,23 @@ pub fn scan_with<R: Read>(reader: R, context: &mut LogContext, threads: usize, o
 
 fn scan_on<R: Read>(mut reader: R, context: &mut LogContext, pool: Option<SearchPool>, mut on_block: impl FnMut(RawBlock)) -> io::Result<ScanStats> {
     let auto = automaton();
-    let mut stats = ScanStats::default();
+    let mut cutter = Cutter::default();
     // Two buffers for the whole scan: while the workers search one, the next input is
     // read into the other. The unfinished last line is moved to the front of the next
     // buffer; nothing is allocated, zeroed or copied per line.
     let mut store: Arc<Vec<u8>> = Arc::new(vec![0; CHUNK + 64 * 1024]);
     let mut ahead: Vec<u8> = vec![0; CHUNK + 64 * 1024];
     let mut filled = 0usize;
-    let mut history: VecDeque<(u64, Vec<u8>)> = VecDeque::with_capacity(LINES_BEFORE + 1);
-    let mut open: Option<OpenBlock> = None;
-    let mut line_no: u64 = 0; // lines fully consumed
     let mut eof = false;
-    // A block counted a line whose end is not read yet (a giant line cut mid-way).
-    let mut line_counted_open = false;
-    // The skip path saw the start of a line whose end is not read yet.
-    let mut skip_line_open = false;
     fill(&mut reader, Arc::get_mut(&mut store).expect("buffer"), &mut filled, &mut eof)?;
 
     loop {
         let buf = &store[..filled];
         // Process complete lines only (all of it at EOF; a giant line that fills the whole
         // buffer is cut near its end).
-        let end = if eof {
-            buf.len()
-        } else {
-            match memchr::memrchr(b'\n', buf) {
-                Some(i) => i + 1,
-                None => safe_cut(buf, &auto.ac),
-            }
-        };
-        stats.bytes += end as u64;
+        let end = region_end(buf, eof, &auto.ac);
         // Search this region while the next input is read behind it.
-        let job = pool.as_ref().map(|p| p.search(&store, end));
+        let job = pool.as_ref().map(|p| p.search(&(store.clone() as SharedBytes), end));
         let tail = filled - end;
         ahead[..tail].copy_from_slice(&store[end..filled]);
         let mut next_filled = tail;
@@ -671,6 +663,167 @@ fn scan_on<R: Read>(mut reader: R, context: &mut LogContext, pool: Option<Search
             _ => unreachable!("a pool searched the region"),
         };
         read?;
+        cutter.region(region, &lines, eof, context, &mut on_block);
+        // Every worker has let go of `store`: it becomes the next read-ahead buffer.
+        let next = Arc::new(std::mem::take(&mut ahead));
+        ahead = Arc::try_unwrap(std::mem::replace(&mut store, next)).expect("scan buffer still shared");
+        filled = next_filled;
+        if eof {
+            break;
+        }
+        eof = next_eof;
+    }
+    Ok(cutter.finish(&mut on_block))
+}
+
+/// Scan `file` from byte `start` (past a byte-order mark) through bounded mapped windows
+/// instead of reading it (see `mapped.rs`): the same blocks, lines and stats as
+/// [`scan_with`] over the same bytes. None, before anything was scanned, when the file
+/// cannot be mapped (the caller reads it instead).
+#[cfg(target_os = "linux")]
+pub fn scan_file_with(file: &std::fs::File, start: u64, context: &mut LogContext, threads: usize, on_block: impl FnMut(RawBlock)) -> io::Result<Option<ScanStats>> {
+    match crate::mapped::window_size() {
+        0 => Ok(None),
+        window => scan_mapped(file, start, context, threads, window, on_block),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn scan_mapped(file: &std::fs::File, start: u64, context: &mut LogContext, threads: usize, window: usize, mut on_block: impl FnMut(RawBlock)) -> io::Result<Option<ScanStats>> {
+    use crate::mapped::{Slots, Window};
+    let Some(slots) = Slots::take() else { return Ok(None) };
+    let prefetch = crate::mapped::prefetch_mode();
+    let size = file.metadata()?.len();
+    if size <= start {
+        // Empty, or a file whose size says nothing (procfs, sysfs): read it instead.
+        return Ok(None);
+    }
+    // The largest size seen: a smaller one later means the file shrank.
+    let seen = std::cell::Cell::new(size);
+    let shrunk_any = std::cell::Cell::new(false);
+    // The window at `off`, as long as the file is now (fstat before every window: nothing
+    // past the current end is ever mapped), whether it reaches the end, and whether the
+    // file is shorter than it was; None past the end.
+    let map = |off: u64, k: u64| -> io::Result<Option<(Window, bool, bool)>> {
+        let size = file.metadata()?.len();
+        let shrunk = size < seen.get();
+        seen.set(seen.get().max(size));
+        shrunk_any.set(shrunk_any.get() || shrunk);
+        if off >= size {
+            return Ok(None);
+        }
+        let len = (size - off).min(window as u64) as usize;
+        let w = Window::map(file, off, len, slots.for_window(k), prefetch)?;
+        Ok(Some((w, off + len as u64 == size, shrunk)))
+    };
+    let first = match map(start, 0) {
+        Ok(w) => w,
+        Err(_) => return Ok(None),
+    };
+    let threads = thread_count(threads);
+    std::thread::scope(|sc| {
+        let pool = (threads > 1).then(|| SearchPool::start(sc, threads));
+        let auto = automaton();
+        let mut cutter = Cutter::default();
+        let (mut off, mut k, mut current) = (start, 0u64, first);
+        while let Some((window, eof, shrunk)) = current.take() {
+            let window = Arc::new(window);
+            let buf: &[u8] = (*window).as_ref();
+            let end = region_end(buf, eof, &auto.ac);
+            let job = pool.as_ref().map(|p| p.search(&(window.clone() as SharedBytes), end));
+            // Map (and populate) the next window while the workers search this one.
+            let next = if eof { Ok(None) } else { map(off + end as u64, k + 1) };
+            let alone = job.is_none().then(|| search_alone(&buf[..end]));
+            let lines = match (alone, &pool, job) {
+                (Some(lines), _, _) => lines,
+                (None, Some(p), Some(job)) => p.collect(job),
+                _ => unreachable!("a pool searched the region"),
+            };
+            // Cut the blocks, then check that the file still holds every byte they were cut
+            // from (it may shrink at any moment: pages past its new end read as zeros). If
+            // it shrank, undo and cut again up to the last complete line still in the file,
+            // and stop there. Blocks are handed on only once their bytes are known good.
+            let mut limit = end;
+            let mut lines = lines;
+            let mut shrank = false;
+            if shrunk {
+                // Shorter than before already when mapped: its last line may be cut short.
+                limit = memchr::memrchr(b'\n', &buf[..end]).map_or(0, |i| i + 1);
+                if limit < end {
+                    lines = search_alone(&buf[..limit]);
+                }
+                shrank = true;
+            }
+            for attempt in 0.. {
+                let before = (cutter.clone(), context.clone());
+                let mut pending = Vec::new();
+                cutter.region(&buf[..limit], &lines, eof || shrank, context, &mut |b| pending.push(b));
+                let now = file.metadata().map_or(0, |m| m.len());
+                let fault = window.take_fault();
+                if (fault.is_none() && now >= off + limit as u64) || attempt == 3 {
+                    pending.into_iter().for_each(&mut on_block);
+                    break;
+                }
+                (cutter, *context) = before;
+                // Up to the new end, and never into a page that read as zeros.
+                let good = (now.saturating_sub(off) as usize).min(limit).min(fault.unwrap_or(usize::MAX));
+                limit = memchr::memrchr(b'\n', &buf[..good]).map_or(0, |i| i + 1);
+                lines = search_alone(&buf[..limit]);
+                shrank = true;
+            }
+            if shrank {
+                cutter.stats.shrank_at = Some(off + limit as u64);
+                break;
+            }
+            drop(window);
+            off += end as u64;
+            k += 1;
+            current = next?;
+        }
+        // Shrunk to before the next window: the scan ended where the file now does.
+        if shrunk_any.get() && cutter.stats.shrank_at.is_none() {
+            cutter.stats.shrank_at = Some(start + cutter.stats.bytes);
+        }
+        Ok(Some(cutter.finish(&mut on_block)))
+    })
+}
+
+/// Where the complete lines of `buf` end: all of it at the end of input; else after its
+/// last newline, or (a giant line that fills the whole buffer) near its end, at a point
+/// no trigger spans.
+fn region_end(buf: &[u8], eof: bool, ac: &AhoCorasick) -> usize {
+    if eof {
+        buf.len()
+    } else {
+        match memchr::memrchr(b'\n', buf) {
+            Some(i) => i + 1,
+            None => safe_cut(buf, ac),
+        }
+    }
+}
+
+/// Cuts blocks out of consecutive regions (complete lines, in order), whatever their
+/// source: the state that carries from one region to the next.
+#[derive(Default, Clone)]
+struct Cutter {
+    stats: ScanStats,
+    /// The last lines before the current region, for a trigger early in it.
+    history: VecDeque<(u64, Vec<u8>)>,
+    open: Option<OpenBlock>,
+    /// Lines fully consumed.
+    line_no: u64,
+    /// A block counted a line whose end is not read yet (a giant line cut mid-way).
+    line_counted_open: bool,
+    /// The skip path saw the start of a line whose end is not read yet.
+    skip_line_open: bool,
+}
+
+impl Cutter {
+    /// Cuts the blocks of `region` (whose triggers and newlines are `lines`); `eof`: it
+    /// is the last region.
+    fn region(&mut self, region: &[u8], lines: &TriggerLines, eof: bool, context: &mut LogContext, on_block: &mut impl FnMut(RawBlock)) {
+        let auto = automaton();
+        self.stats.bytes += region.len() as u64;
         let triggers = &lines.hits;
         let mut next = 0usize; // index into `triggers`
         let mut pos = 0usize;
@@ -678,20 +831,20 @@ fn scan_on<R: Read>(mut reader: R, context: &mut LogContext, pool: Option<Search
         // The previous region ended inside a giant line that a block already counted:
         // its first piece here continues that line.
         if !region.is_empty() {
-            skip_line_open = false;
+            self.skip_line_open = false;
         }
-        let mut continues = std::mem::take(&mut line_counted_open);
-        if continues && open.is_none() {
-            line_no -= 1; // the skip path counts the line at its newline
+        let mut continues = std::mem::take(&mut self.line_counted_open);
+        if continues && self.open.is_none() {
+            self.line_no -= 1; // the skip path counts the line at its newline
             continues = false;
         }
 
         while pos < region.len() {
-            if let Some(block) = open.as_mut() {
+            if let Some(block) = self.open.as_mut() {
                 let nl = memchr::memchr(b'\n', &region[pos..]).map_or(region.len(), |i| pos + i);
                 let line = &region[pos..nl];
                 if !continues {
-                    line_no += 1;
+                    self.line_no += 1;
                 }
                 let mut hit = false;
                 let mut marks = Vec::new();
@@ -701,7 +854,7 @@ fn scan_on<R: Read>(mut reader: R, context: &mut LogContext, pool: Option<Search
                             hit = true;
                             marks.push(m.start());
                         }
-                        Role::Context => remember_context(context, line_no, line),
+                        Role::Context => remember_context(context, self.line_no, line),
                     }
                 }
                 block.quiet = if hit { 0 } else { block.quiet + 1 };
@@ -712,18 +865,18 @@ fn scan_on<R: Read>(mut reader: R, context: &mut LogContext, pool: Option<Search
                         let room = MAX_KEPT_LONG.saturating_sub(last.1.len());
                         last.1.extend_from_slice(&piece[..piece.len().min(room)]);
                     }
-                    _ => block.lines.push((line_no, piece)),
+                    _ => block.lines.push((self.line_no, piece)),
                 }
                 continues = false;
                 if nl == region.len() && !eof {
-                    line_counted_open = true; // cut inside a giant line
+                    self.line_counted_open = true; // cut inside a giant line
                 }
                 pos = if nl < region.len() { nl + 1 } else { region.len() };
                 if block.done() {
-                    let b = open.take().unwrap();
-                    stats.blocks += 1;
+                    let b = self.open.take().unwrap();
+                    self.stats.blocks += 1;
                     on_block(finish(b));
-                    history.clear();
+                    self.history.clear();
                     floor = pos;
                 }
                 continue;
@@ -740,8 +893,8 @@ fn scan_on<R: Read>(mut reader: R, context: &mut LogContext, pool: Option<Search
             };
             match found {
                 None => {
-                    line_no += lines.total - lines.newlines_before(region, pos);
-                    skip_line_open = !region.ends_with(b"\n");
+                    self.line_no += lines.total - lines.newlines_before(region, pos);
+                    self.skip_line_open = !region.ends_with(b"\n");
                     pos = region.len();
                 }
                 Some(m) => {
@@ -752,9 +905,9 @@ fn scan_on<R: Read>(mut reader: R, context: &mut LogContext, pool: Option<Search
                     if pattern >= start_triggers().len() {
                         // A context word: remember the line, keep skipping.
                         let nl = memchr::memchr(b'\n', &region[line_start..]).map_or(region.len(), |i| line_start + i);
-                        line_no += skipped + 1;
-                        remember_context(context, line_no, &region[line_start..nl]);
-                        push_history(&mut history, line_no, &region[line_start..nl]);
+                        self.line_no += skipped + 1;
+                        remember_context(context, self.line_no, &region[line_start..nl]);
+                        push_history(&mut self.history, self.line_no, &region[line_start..nl]);
                         pos = (nl + 1).min(region.len());
                         continue;
                     }
@@ -763,7 +916,7 @@ fn scan_on<R: Read>(mut reader: R, context: &mut LogContext, pool: Option<Search
                     let lower = floor;
                     let mut before: Vec<(u64, Vec<u8>)> = Vec::new();
                     let mut cursor = line_start;
-                    let mut number = line_no + skipped; // number of the line ending just before `cursor`
+                    let mut number = self.line_no + skipped; // number of the line ending just before `cursor`
                     while before.len() < LINES_BEFORE && cursor > lower {
                         let prev_end = cursor - 1; // the '\n'
                         let prev_start = memchr::memrchr(b'\n', &region[lower..prev_end]).map_or(lower, |i| lower + i + 1);
@@ -772,7 +925,7 @@ fn scan_on<R: Read>(mut reader: R, context: &mut LogContext, pool: Option<Search
                         cursor = prev_start;
                     }
                     if before.len() < LINES_BEFORE && lower == 0 {
-                        for (n, l) in history.iter().rev() {
+                        for (n, l) in self.history.iter().rev() {
                             if before.len() >= LINES_BEFORE {
                                 break;
                             }
@@ -782,40 +935,36 @@ fn scan_on<R: Read>(mut reader: R, context: &mut LogContext, pool: Option<Search
                         }
                     }
                     before.reverse();
-                    line_no += skipped;
+                    self.line_no += skipped;
                     let bytes = before.iter().map(|l| l.1.len()).sum();
-                    open = Some(OpenBlock { lines: before, quiet: 0, bytes });
+                    self.open = Some(OpenBlock { lines: before, quiet: 0, bytes });
                     pos = line_start;
                 }
             }
         }
         // Remember the last lines of this region for a trigger early in the next one.
-        if open.is_none() {
+        if self.open.is_none() {
             if floor > 0 {
-                history.clear();
+                self.history.clear();
             }
-            for (n, l) in last_lines(&region[floor..], LINES_BEFORE, line_no) {
-                push_history(&mut history, n, l);
+            for (n, l) in last_lines(&region[floor..], LINES_BEFORE, self.line_no) {
+                push_history(&mut self.history, n, l);
             }
         }
-        // Every worker has let go of `store`: it becomes the next read-ahead buffer.
-        let next = Arc::new(std::mem::take(&mut ahead));
-        ahead = Arc::try_unwrap(std::mem::replace(&mut store, next)).expect("scan buffer still shared");
-        filled = next_filled;
-        if eof {
-            break;
+    }
+
+    /// Closes the open block and returns the totals.
+    fn finish(mut self, on_block: &mut impl FnMut(RawBlock)) -> ScanStats {
+        if let Some(b) = self.open.take() {
+            self.stats.blocks += 1;
+            on_block(finish(b));
         }
-        eof = next_eof;
+        if self.skip_line_open {
+            self.line_no += 1; // the last line has no newline
+        }
+        self.stats.lines = self.line_no;
+        self.stats
     }
-    if let Some(b) = open.take() {
-        stats.blocks += 1;
-        on_block(finish(b));
-    }
-    if skip_line_open {
-        line_no += 1; // the last line has no newline
-    }
-    stats.lines = line_no;
-    Ok(stats)
 }
 
 /// The last `k` lines of `text` (which ends at line number `last_no`), oldest first.
@@ -965,6 +1114,132 @@ mod tests {
                 (out, st.lines, st.blocks, ctx.lines)
             };
             proptest::prop_assert_eq!(run(1), run(threads));
+        }
+    }
+
+    /// A random log of about `len` bytes from the proptest's pool of lines.
+    fn random_log(seed: u64, len: usize) -> String {
+        const POOL: &[&str] = &[
+            "{\"step\": 7, \"loss\": 0.5}", "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", "  Size: 2.00G",
+            "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "Killed", "memory: allocated 1 GiB", "out of mem", "Stats:",
+            "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 8 bytes.", "",
+        ];
+        let mut x = seed | 1;
+        let mut text = String::new();
+        while text.len() < len {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let l = POOL[(x % POOL.len() as u64) as usize];
+            if x.is_multiple_of(997) {
+                text.push_str(&"z".repeat(70_000));
+            }
+            // Runs of plain lines between the pool's, so that blocks close.
+            for _ in 0..(x >> 40) % 30 {
+                text.push_str("{\"step\": 8, \"loss\": 0.4, \"lr\": 3.0e-4}\n");
+            }
+            text.push_str(l);
+            text.push('\n');
+        }
+        text
+    }
+
+    type Scanned = (Vec<Vec<(u64, Vec<u8>)>>, u64, u64, u64, Vec<(u64, String)>);
+
+    fn scan_read(text: &[u8]) -> Scanned {
+        let mut out = Vec::new();
+        let mut ctx = LogContext::default();
+        let st = scan_with(text, &mut ctx, 1, |b| out.push(b.lines)).unwrap();
+        (out, st.lines, st.blocks, st.bytes, ctx.lines)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn scan_map(file: &std::fs::File, start: u64, threads: usize, window: usize) -> (Scanned, Option<u64>) {
+        let mut out = Vec::new();
+        let mut ctx = LogContext::default();
+        let st = scan_mapped(file, start, &mut ctx, threads, window, |b| out.push(b.lines)).unwrap().expect("mapped");
+        ((out, st.lines, st.blocks, st.bytes, ctx.lines), st.shrank_at)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn temp_file(name: &str, bytes: &[u8]) -> (std::path::PathBuf, std::fs::File) {
+        let path = std::env::temp_dir().join(format!("oomdoc-scan-{}-{name}", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        let f = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        (path, f)
+    }
+
+    #[cfg(target_os = "linux")]
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(6))]
+        /// Mapped windows of any size (not page multiples either), on any thread count,
+        /// give the blocks, line numbers and totals that reading gives, from any start.
+        #[test]
+        fn mapped_scan_equals_reading(seed in proptest::prelude::any::<u64>(), threads in 1usize..5, window_kib in 100usize..2600, start in 0usize..3) {
+            let text = random_log(seed, 5 << 20);
+            let (path, file) = temp_file(&format!("prop{seed}"), text.as_bytes());
+            let (mapped, shrank) = scan_map(&file, start as u64, threads, (window_kib << 10) + 7);
+            std::fs::remove_file(&path).ok();
+            proptest::prop_assert_eq!(shrank, None);
+            proptest::prop_assert_eq!(mapped, scan_read(&text.as_bytes()[start..]));
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn mapped_scan_of_small_and_odd_files() {
+        for text in ["\n", "Killed", "x\nRuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", "a\nb\n"] {
+            let (path, file) = temp_file("small", text.as_bytes());
+            for threads in [1, 3] {
+                assert_eq!(scan_map(&file, 0, threads, 1 << 20).0, scan_read(text.as_bytes()), "{text:?}");
+            }
+            std::fs::remove_file(&path).ok();
+        }
+        // A line longer than a window is cut as reading cuts it at the same size.
+        let text = format!("a\n{}out of memory{}\nb\n", "z".repeat(CHUNK - 5), "z".repeat(CHUNK));
+        let (path, file) = temp_file("giant", text.as_bytes());
+        // (Reading fills the buffer past CHUNK by up to its 64 KiB of slack.)
+        assert!(scan_map(&file, 0, 2, CHUNK + (64 << 10)).0 == scan_read(text.as_bytes()), "giant line");
+        std::fs::remove_file(&path).ok();
+    }
+
+    /// The file is truncated while it is scanned (as logrotate's copytruncate does): the
+    /// window mapped ahead faults (SIGBUS, answered with zeros), the scan stops at the last
+    /// complete line still in the file, and what it reports is exactly what reading that
+    /// much gives.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn mapped_scan_stops_where_the_file_shrank() {
+        let text = random_log(7, 6 << 20);
+        let window = 1 << 20;
+        for (k, cut) in [0usize, 100, 2 << 20, (2 << 20) + 12345, 5 << 20].into_iter().enumerate() {
+            for threads in [1, 2] {
+                let faults = crate::mapped::FAULTS.load(std::sync::atomic::Ordering::Relaxed);
+                let (path, file) = temp_file(&format!("cut{k}"), text.as_bytes());
+                let mut out = Vec::new();
+                let mut ctx = LogContext::default();
+                let mut cut_done = false;
+                let st = scan_mapped(&file, 0, &mut ctx, threads, window, |b| {
+                    if !cut_done {
+                        file.set_len(cut as u64).unwrap();
+                        cut_done = true;
+                    }
+                    out.push(b.lines)
+                })
+                .unwrap()
+                .unwrap();
+                std::fs::remove_file(&path).ok();
+                assert!(cut_done, "a block was found");
+                let at = st.shrank_at.expect("the shrink was noticed") as usize;
+                assert!(at <= text.len() && (at == 0 || text.as_bytes()[at - 1] == b'\n'), "stops after a line: {at}");
+                assert!(at <= cut.max(2 * window), "stops within the window after the cut: {at} for {cut}");
+                if cut < window / 2 {
+                    // The window mapped ahead lay wholly past the new end: read through the guard.
+                    assert!(crate::mapped::FAULTS.load(std::sync::atomic::Ordering::Relaxed) > faults, "SIGBUS answered");
+                }
+                let want = scan_read(&text.as_bytes()[..at]);
+                assert_eq!((out, st.lines, st.blocks, st.bytes, ctx.lines), want, "cut at {cut}, {threads} threads");
+            }
         }
     }
 

@@ -3,7 +3,7 @@
 //! lines, CR-only line endings, floods of distinct findings, broken numbers.
 //! Each gives the right finding at the right line, never "nothing found".
 
-use oomdoc_diagnose::{diagnose_reader, diagnose_text, input, Options, Report};
+use oomdoc_diagnose::{diagnose_file, diagnose_reader, diagnose_text, input, Options, Report};
 use oomdoc_kb::{Kind, Severity};
 use std::io::Write;
 use std::path::PathBuf;
@@ -180,4 +180,40 @@ fn the_last_line_without_a_newline_is_counted() {
     let mut big = b"first\n".to_vec();
     big.extend(std::iter::repeat_n(b'y', oomdoc_diagnose::scan::CHUNK + 10));
     assert_eq!(diagnose(big).lines_scanned, 2);
+}
+
+/// A log file gives the report its bytes give when streamed, whichever way it is read:
+/// mapped windows for plain text (also after a UTF-8 byte-order mark), the decoders for
+/// compressed, UTF-16 and CR-only logs.
+#[test]
+fn a_file_reports_as_its_bytes_do() {
+    let dir = std::env::temp_dir().join(format!("oomdoc-inputs-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut bom = vec![0xef, 0xbb, 0xbf];
+    bom.extend(log());
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&log()).unwrap();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("plain", log()),
+        ("bom", bom),
+        ("utf16", utf16(&log(), false, true)),
+        ("cr", log().iter().map(|&b| if b == b'\n' { b'\r' } else { b }).collect()),
+        ("gzip", gz.finish().unwrap()),
+        ("empty", Vec::new()),
+        ("no-final-newline", b"a\nRuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB".to_vec()),
+    ];
+    for (name, bytes) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, &bytes).unwrap();
+        let from_file = diagnose_file(std::fs::File::open(&path).unwrap(), &Options::default()).unwrap();
+        let streamed = diagnose(bytes);
+        assert_eq!(serde_json::to_value(&from_file).unwrap(), serde_json::to_value(&streamed).unwrap(), "{name}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    // A file whose size says 0 but that has bytes (procfs) is read, not mapped.
+    #[cfg(target_os = "linux")]
+    {
+        let r = diagnose_file(std::fs::File::open("/proc/self/status").unwrap(), &Options::default()).unwrap();
+        assert!(r.lines_scanned > 5, "{}", r.lines_scanned);
+    }
 }

@@ -372,6 +372,82 @@ fn diagnose_reads_pipes() {
     }
 }
 
+/// A log truncated while `oomdoc diagnose` reads it (logrotate's `copytruncate`, a job that
+/// rewrites its log): a plain file is searched through mapped windows, and touching a page
+/// past the new end raises SIGBUS. Repeated at different moments and to different sizes,
+/// the process must exit normally every time, with a report; when it noticed, a note says
+/// where it stopped, and it never claims more than the file held.
+#[cfg(target_os = "linux")]
+#[test]
+fn diagnose_a_log_truncated_while_it_is_read() {
+    let d = dir("truncated-while-read");
+    let path = d.join("train.log");
+    let msg = oom_message();
+    let mut log = Vec::with_capacity(64 << 20);
+    let mut i = 0u64;
+    while log.len() < 64 << 20 {
+        i += 1;
+        if i.is_multiple_of(50_000) {
+            log.extend_from_slice(msg.as_bytes());
+            log.push(b'\n');
+        }
+        log.extend_from_slice(format!("{{\"step\": {i}, \"loss\": 0.51, \"lr\": 3.0e-4, \"grad_norm\": 1.2}}\n").as_bytes());
+    }
+    let mut noticed = 0;
+    for round in 0..12u64 {
+        std::fs::write(&path, &log).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_oomdoc"))
+            .args(["diagnose", path.to_str().unwrap(), "--format", "json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run oomdoc");
+        let mut out = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut v = String::new();
+            let _ = out.read_to_string(&mut v);
+            v
+        });
+        std::thread::sleep(Duration::from_millis(5 + round * 13 % 70));
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        match round % 3 {
+            0 => f.set_len(0).unwrap(),
+            1 => f.set_len(log.len() as u64 / (2 + round % 5)).unwrap(),
+            // copytruncate: emptied, then the writer goes on at the start.
+            _ => {
+                f.set_len(0).unwrap();
+                (&f).write_all(&log[..1 << 20]).unwrap();
+            }
+        }
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(t0.elapsed() < BOUND, "oomdoc ran past {BOUND:?} on a truncated log");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let mut err = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        let stdout = reader.join().unwrap();
+        assert_eq!(status.code(), Some(0), "round {round}: {status:?} {err}");
+        let report: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("round {round}: {e}: {stdout}"));
+        let bytes = report["bytes_scanned"].as_u64().unwrap();
+        assert!(bytes <= log.len() as u64, "round {round}: {bytes} bytes");
+        let notes = report["notes"].as_array().cloned().unwrap_or_default();
+        if let Some(n) = notes.iter().filter_map(|n| n.as_str()).find(|n| n.contains("shrank")) {
+            noticed += 1;
+            assert!(n.ends_with(&format!("scanned up to byte {bytes}")), "round {round}: {n} ({bytes} bytes)");
+            assert!(bytes == 0 || log[bytes as usize - 1] == b'\n', "round {round}: stops after a line");
+            // Every finding lies in the part that was scanned, at its exact line.
+            let lines = log[..bytes as usize].iter().filter(|&&b| b == b'\n').count() as u64;
+            assert_eq!(report["lines_scanned"].as_u64(), Some(lines), "round {round}");
+        }
+    }
+    eprintln!("{noticed} of 12 rounds noticed the truncation");
+    assert!(noticed > 0, "no round truncated the log while it was read");
+}
+
 #[test]
 fn diagnose_binary_garbage_long_lines_deep_json_and_bad_utf8() {
     let d = dir("diag-files");

@@ -3,10 +3,10 @@
 
 use crate::cli_error::CliError;
 use clap::{Args, ValueEnum};
-use oomdoc_diagnose::{diagnose_reader, diagnose_text, input, merge_reports, render, Lang, Options, Report, Unreadable};
+use oomdoc_diagnose::{diagnose_file, diagnose_reader, diagnose_text, input, merge_reports, render, Lang, Options, Report, Unreadable};
 use std::collections::HashSet;
 use std::fs::File;
-use std::io::{self, BufReader, IsTerminal, Read, Seek, SeekFrom, Write};
+use std::io::{self, IsTerminal, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -130,9 +130,10 @@ fn read_one(input: &Input, opts: &Options) -> Result<Report, Unreadable> {
             diagnose_reader(io::stdin().lock(), opts).map_err(fail)
         }
         Input::File(p) => {
-            // Compressed (gzip, zstd, xz, bzip2) and UTF-16 logs are decoded by the engine.
+            // Compressed (gzip, zstd, xz, bzip2) and UTF-16 logs are decoded by the engine;
+            // a plain one is searched through mapped windows.
             let r = File::open(p).map_err(fail)?;
-            diagnose_reader(BufReader::with_capacity(1 << 16, r), opts).map_err(fail)
+            diagnose_file(r, opts).map_err(fail)
         }
     }
 }
