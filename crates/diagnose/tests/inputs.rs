@@ -187,7 +187,7 @@ fn the_last_line_without_a_newline_is_counted() {
 /// compressed, UTF-16 and CR-only logs.
 #[test]
 fn a_file_reports_as_its_bytes_do() {
-    let dir = std::env::temp_dir().join(format!("oomdoc-inputs-file-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("oomdoc-inputs-file");
     std::fs::create_dir_all(&dir).unwrap();
     let mut bom = vec![0xef, 0xbb, 0xbf];
     bom.extend(log());

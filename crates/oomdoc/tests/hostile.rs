@@ -81,7 +81,7 @@ fn usage_error(args: &[&str], want: &str) -> Run {
 }
 
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("oomdoc-hostile-{}", std::process::id())).join(name);
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("oomdoc-hostile").join(name);
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
