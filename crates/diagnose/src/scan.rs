@@ -310,13 +310,25 @@ fn longest_trigger() -> usize {
     *N.get_or_init(|| start_triggers().iter().chain(CONTEXT_WORDS).map(|t| t.len()).max().unwrap_or(0))
 }
 
+/// The trigger automaton as a bare DFA, stepped by hand in [`verify_windows`]: built from
+/// the same patterns in the same order with the same settings, so its pattern ids and
+/// matches are the start automaton's.
+fn start_dfa() -> &'static aho_corasick::dfa::DFA {
+    static A: OnceLock<aho_corasick::dfa::DFA> = OnceLock::new();
+    A.get_or_init(|| aho_corasick::dfa::DFA::builder().match_kind(MatchKind::Standard).prefilter(false).build(start_patterns()).expect("start DFA"))
+}
+
+fn start_patterns() -> Vec<&'static str> {
+    let mut pats: Vec<&str> = start_triggers().to_vec();
+    pats.extend_from_slice(CONTEXT_WORDS);
+    pats
+}
+
 fn start_automaton() -> &'static AhoCorasick {
     static A: OnceLock<AhoCorasick> = OnceLock::new();
     A.get_or_init(|| {
-        let mut pats: Vec<&str> = start_triggers().to_vec();
-        pats.extend_from_slice(CONTEXT_WORDS);
         // A full DFA: the skip loop over gigabytes of log lines is the hot path.
-        AhoCorasickBuilder::new().match_kind(MatchKind::Standard).kind(Some(AhoCorasickKind::DFA)).prefilter(false).build(&pats).expect("start automaton")
+        AhoCorasickBuilder::new().match_kind(MatchKind::Standard).kind(Some(AhoCorasickKind::DFA)).prefilter(false).build(start_patterns()).expect("start automaton")
     })
 }
 
@@ -441,19 +453,86 @@ struct Part {
 
 /// Searches `hay`, which starts at offset `base` of its region and at a line start.
 fn search_part(hay: &[u8], base: usize) -> Part {
-    let mut part = Part::default();
-    let (mut from, mut counted) = (0, 0);
-    while let Some(m) = next_trigger(&hay[from..]) {
-        let at = from + m.start();
+    // The lines that hold an anchor, as the windows `next_trigger` would verify: found
+    // first, then verified together (see `verify_windows`).
+    let anchors = anchor_searcher();
+    let mut windows: Vec<Window> = Vec::new();
+    let mut from = 0;
+    while from < hay.len() {
+        let Some(a) = anchors.find_in(hay, aho_corasick::Span::from(from..hay.len())) else { break };
+        let at = a.start();
         let line_start = memchr::memrchr(b'\n', &hay[from..at]).map_or(from, |i| from + i + 1);
-        part.newlines += bytecount::count(&hay[counted..line_start], b'\n') as u64;
-        counted = line_start;
-        part.marks.push((base + line_start, part.newlines));
-        part.hits.push((base + at, m.pattern().as_usize()));
-        from = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i + 1);
+        let line_end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
+        windows.push(Window { line_start, from: line_start.max(at.saturating_sub(longest_trigger())), end: line_end });
+        from = line_end + 1;
+    }
+    let found = verify_windows(hay, &windows);
+    let mut part = Part::default();
+    let mut counted = 0;
+    for (w, m) in windows.iter().zip(found) {
+        let Some((pattern, at)) = m else { continue };
+        part.newlines += bytecount::count(&hay[counted..w.line_start], b'\n') as u64;
+        counted = w.line_start;
+        part.marks.push((base + w.line_start, part.newlines));
+        part.hits.push((base + at, pattern));
     }
     part.newlines += bytecount::count(&hay[counted..], b'\n') as u64;
     part
+}
+
+/// A line that holds an anchor: where it starts, and the span to run the trigger
+/// automaton over (from the longest trigger's length before the anchor to the line's end).
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    line_start: usize,
+    from: usize,
+    end: usize,
+}
+
+/// The first trigger (pattern, start) of each window, exactly as the trigger automaton's
+/// `find` reports it there. A DFA step is one dependent table load, so one window at a
+/// time waits on memory at every byte; stepping several windows in turn lets their loads
+/// overlap. (Most windows hold no trigger: a log line that mentions memory.)
+fn verify_windows(hay: &[u8], windows: &[Window]) -> Vec<Option<(usize, usize)>> {
+    use aho_corasick::automaton::Automaton;
+    const LANES: usize = 8;
+    let dfa = start_dfa();
+    let start = dfa.start_state(aho_corasick::Anchored::No).expect("unanchored start state");
+    let mut out = vec![None; windows.len()];
+    // (window, next byte, end, state) per lane; lanes[..live] are running.
+    let mut lanes = [(0usize, 0usize, 0usize, start); LANES];
+    let mut live = 0;
+    let mut next = 0;
+    loop {
+        while live < LANES && next < windows.len() {
+            let w = windows[next];
+            if w.from < w.end {
+                lanes[live] = (next, w.from, w.end, start);
+                live += 1;
+            }
+            next += 1;
+        }
+        if live == 0 {
+            return out;
+        }
+        let mut l = 0;
+        while l < live {
+            let (w, at, end, sid) = &mut lanes[l];
+            *sid = dfa.next_state(aho_corasick::Anchored::No, *sid, hay[*at]);
+            *at += 1;
+            let matched = dfa.is_match(*sid);
+            if matched || *at == *end {
+                if matched {
+                    let pattern = dfa.match_pattern(*sid, 0);
+                    out[*w] = Some((pattern.as_usize(), *at - dfa.pattern_len(pattern)));
+                }
+                live -= 1;
+                lanes[l] = lanes[live];
+            } else {
+                l += 1;
+            }
+        }
+    }
 }
 
 /// Where to split `region` into about `parts` pieces, at line starts: `[0, …, len]`.
@@ -1270,6 +1349,42 @@ mod tests {
             let a = next_trigger(&text[from..]).map(|m| (m.pattern(), m.start()));
             let b = start_automaton().find(&text[from..]).map(|m| (m.pattern(), m.start()));
             assert_eq!(a, b, "from {from}");
+        }
+    }
+
+    /// `search_part` (every anchor line first, then the windows verified several at a
+    /// time) finds what a loop of `next_trigger` finds, hit for hit.
+    #[test]
+    fn batched_verification_equals_one_window_at_a_time() {
+        fn one_at_a_time(hay: &[u8]) -> Vec<(usize, usize)> {
+            let (mut out, mut from) = (Vec::new(), 0);
+            while let Some(m) = next_trigger(&hay[from..]) {
+                let at = from + m.start();
+                out.push((at, m.pattern().as_usize()));
+                from = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i + 1);
+            }
+            out
+        }
+        let filler = "x".repeat(300);
+        let pieces = ["", "memory: fine ", "allocated ", "RuntimeError: CUDA out of memory. ", "XLA_PYTHON_CLIENT_MEM_FRACTION=.9 ", "Killed ", " OOM ", "code 137", "exit code 137 "];
+        let mut text = String::new();
+        for (i, a) in pieces.iter().enumerate() {
+            for (j, b) in pieces.iter().enumerate() {
+                text.push_str(&filler[..(i * 37 + j) % 300]);
+                text.push_str(a);
+                text.push_str(&filler[..(i * 91 + j * 13) % 60]);
+                text.push_str(b);
+                text.push(if (i + j) % 5 == 0 { ' ' } else { '\n' });
+            }
+        }
+        text.push_str("last line without newline: out of memory");
+        let hay = text.as_bytes();
+        for cut in [0, 1, 17, 300, 1001, hay.len() / 2] {
+            let part = search_part(&hay[cut..], cut);
+            let want: Vec<(usize, usize)> = one_at_a_time(&hay[cut..]).into_iter().map(|(at, p)| (at + cut, p)).collect();
+            assert!(!want.is_empty());
+            assert_eq!(part.hits, want, "from {cut}");
+            assert_eq!(part.newlines, hay[cut..].iter().filter(|&&b| b == b'\n').count() as u64);
         }
     }
 
