@@ -1170,22 +1170,7 @@ mod tests {
         /// lines, near-misses and the odd long line: any thread count gives the same blocks.
         #[test]
         fn parallel_scan_equals_sequential(seed in proptest::prelude::any::<u64>(), threads in 2usize..6) {
-            const POOL: &[&str] = &[
-                "{\"step\": 7, \"loss\": 0.5}", "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", "  Size: 2.00G",
-                "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "Killed", "memory: allocated 1 GiB", "out of mem", "Stats:",
-                "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 8 bytes.", "",
-            ];
-            let mut x = seed | 1;
-            let mut text = String::new();
-            while text.len() < (3 << 20) / 2 {
-                x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-                let l = POOL[(x % POOL.len() as u64) as usize];
-                if x % 997 == 0 {
-                    text.push_str(&"z".repeat(70_000));
-                }
-                text.push_str(l);
-                text.push('\n');
-            }
+            let text = random_log(seed, (3 << 20) / 2);
             let run = |t| {
                 let mut out = Vec::new();
                 let mut ctx = LogContext::default();
