@@ -128,10 +128,9 @@ pub fn from_text(
                             path,
                             None,
                             format!(
-                                "no live range for value {} ({}{}) of {}:{line}; are the files from different compilations, or is this one truncated?",
+                                "no live range for value {} ({}) of {}:{line}; are the files from different compilations, or is this one truncated?",
                                 b.id,
-                                b.instruction,
-                                if b.index.is_empty() { "{}" } else { &b.index },
+                                live_range_key(&b.instruction, &b.index),
                                 ba_path.display()
                             ),
                         ));

@@ -279,17 +279,6 @@ impl IdSet {
     }
 }
 
-impl FromIterator<u64> for IdSet {
-    fn from_iter<I: IntoIterator<Item = u64>>(iter: I) -> IdSet {
-        let ids: Vec<u64> = iter.into_iter().collect();
-        let mut set = IdSet::with_bound(ids.len(), ids.iter().copied().max().unwrap_or(0));
-        for id in ids {
-            set.insert(id);
-        }
-        set
-    }
-}
-
 #[cfg(test)]
 mod collection_tests {
     use super::*;
@@ -312,7 +301,9 @@ mod collection_tests {
         assert!(dense.insert(1 << 40), "an id past the bound moves to a hash set");
         assert!(matches!(dense, IdSet::Sparse(_)));
         assert!(dense.contains(3) && dense.contains(1 << 40) && !dense.contains(4));
-        let sparse: IdSet = [u64::MAX, 7].into_iter().collect();
+        let mut sparse = IdSet::with_bound(2, u64::MAX);
+        sparse.insert(u64::MAX);
+        sparse.insert(7);
         assert!(matches!(sparse, IdSet::Sparse(_)));
         assert!(sparse.contains(u64::MAX) && sparse.contains(7) && !sparse.contains(8));
     }

@@ -12,7 +12,7 @@
 //! The file's own "peak" section is a logical estimate that ignores buffer sharing and
 //! padding; it is not read.
 
-use super::{clip, parse_u64, Lines};
+use super::{clip, parse_u64, printed_index, Lines};
 use crate::error::MemoryError;
 use crate::model::Names;
 use std::path::Path;
@@ -56,7 +56,7 @@ fn key_hash(parts: [&[u8]; 2]) -> u64 {
 
 /// `key == instruction + index`, where a top-level value's index `""` reads `{}`.
 fn key_is(key: &str, instruction: &str, index: &str) -> bool {
-    let index = if index.is_empty() { "{}" } else { index };
+    let index = printed_index(index);
     key.len() == instruction.len() + index.len() && key.starts_with(instruction) && &key[instruction.len()..] == index
 }
 
@@ -97,8 +97,7 @@ impl RangeIndex {
     pub fn get(&self, instruction: &str, index: &str) -> Option<(u64, u64, usize)> {
         let (slots, _) = self.table();
         let mask = slots.len() - 1;
-        let printed = if index.is_empty() { "{}" } else { index };
-        let mut slot = key_hash([instruction.as_bytes(), printed.as_bytes()]) as usize & mask;
+        let mut slot = key_hash([instruction.as_bytes(), printed_index(index).as_bytes()]) as usize & mask;
         loop {
             match slots[slot] {
                 0 => return None,
@@ -129,11 +128,6 @@ impl RangeIndex {
             }
         }
         (next == self.ranges.len()).then_some(out)
-    }
-
-    /// Ranges listed (a key listed twice counts twice).
-    pub fn listed(&self) -> usize {
-        self.ranges.len()
     }
 
     /// Distinct keys.

@@ -193,10 +193,21 @@ pub(crate) fn split_shape_index(s: &str) -> (&str, &str) {
     (s, "")
 }
 
+/// A value's shape index as the live-range file prints it: `{}` for a top-level value
+/// (whose index is `""` in the buffer assignment).
+pub(crate) fn printed_index(index: &str) -> &str {
+    if index.is_empty() {
+        "{}"
+    } else {
+        index
+    }
+}
+
 /// The live-range file's key for a value: `name{index}`, `{}` for a top-level value.
 pub(crate) fn live_range_key(instruction: &str, index: &str) -> String {
-    let mut k = String::with_capacity(instruction.len() + index.len().max(2));
+    let index = printed_index(index);
+    let mut k = String::with_capacity(instruction.len() + index.len());
     k.push_str(instruction);
-    k.push_str(if index.is_empty() { "{}" } else { index });
+    k.push_str(index);
     k
 }
