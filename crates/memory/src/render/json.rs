@@ -16,73 +16,77 @@ struct Layered {
     depth: usize,
 }
 
+/// The pretty formatter's method for one event, to call at the shallow levels.
+type Pretty<W> = fn(&mut PrettyFormatter<'static>, &mut W) -> io::Result<()>;
+
 impl Layered {
     fn deep(&self) -> bool {
         self.depth > PRETTY_DEPTH
+    }
+
+    /// `[` or `{`: one level deeper.
+    fn open<W: ?Sized + io::Write>(&mut self, w: &mut W, bracket: &[u8], pretty: Pretty<W>) -> io::Result<()> {
+        self.depth += 1;
+        if self.deep() {
+            w.write_all(bracket)
+        } else {
+            pretty(&mut self.pretty, w)
+        }
+    }
+
+    /// `]` or `}`: back up a level.
+    fn close<W: ?Sized + io::Write>(&mut self, w: &mut W, bracket: &[u8], pretty: Pretty<W>) -> io::Result<()> {
+        let r = if self.deep() { w.write_all(bracket) } else { pretty(&mut self.pretty, w) };
+        self.depth -= 1;
+        r
+    }
+
+    /// Before an array element or an object key: a bare `,` between them when deep.
+    fn separate<W: ?Sized + io::Write>(&mut self, w: &mut W, first: bool, pretty: fn(&mut PrettyFormatter<'static>, &mut W, bool) -> io::Result<()>) -> io::Result<()> {
+        match (self.deep(), first) {
+            (true, true) => Ok(()),
+            (true, false) => w.write_all(b","),
+            (false, _) => pretty(&mut self.pretty, w, first),
+        }
+    }
+
+    /// After a value, or before an object's value (`:` when deep).
+    fn between<W: ?Sized + io::Write>(&mut self, w: &mut W, deep: &[u8], pretty: Pretty<W>) -> io::Result<()> {
+        if self.deep() {
+            w.write_all(deep)
+        } else {
+            pretty(&mut self.pretty, w)
+        }
     }
 }
 
 impl Formatter for Layered {
     fn begin_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.depth += 1;
-        if self.deep() {
-            w.write_all(b"[")
-        } else {
-            self.pretty.begin_array(w)
-        }
+        self.open(w, b"[", PrettyFormatter::begin_array)
     }
     fn end_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        let r = if self.deep() { w.write_all(b"]") } else { self.pretty.end_array(w) };
-        self.depth -= 1;
-        r
+        self.close(w, b"]", PrettyFormatter::end_array)
     }
     fn begin_array_value<W: ?Sized + io::Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
-        match (self.deep(), first) {
-            (true, true) => Ok(()),
-            (true, false) => w.write_all(b","),
-            (false, _) => self.pretty.begin_array_value(w, first),
-        }
+        self.separate(w, first, PrettyFormatter::begin_array_value)
     }
     fn end_array_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        if self.deep() {
-            Ok(())
-        } else {
-            self.pretty.end_array_value(w)
-        }
+        self.between(w, b"", PrettyFormatter::end_array_value)
     }
     fn begin_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.depth += 1;
-        if self.deep() {
-            w.write_all(b"{")
-        } else {
-            self.pretty.begin_object(w)
-        }
+        self.open(w, b"{", PrettyFormatter::begin_object)
     }
     fn end_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        let r = if self.deep() { w.write_all(b"}") } else { self.pretty.end_object(w) };
-        self.depth -= 1;
-        r
+        self.close(w, b"}", PrettyFormatter::end_object)
     }
     fn begin_object_key<W: ?Sized + io::Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
-        match (self.deep(), first) {
-            (true, true) => Ok(()),
-            (true, false) => w.write_all(b","),
-            (false, _) => self.pretty.begin_object_key(w, first),
-        }
+        self.separate(w, first, PrettyFormatter::begin_object_key)
     }
     fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        if self.deep() {
-            w.write_all(b":")
-        } else {
-            self.pretty.begin_object_value(w)
-        }
+        self.between(w, b":", PrettyFormatter::begin_object_value)
     }
     fn end_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        if self.deep() {
-            Ok(())
-        } else {
-            self.pretty.end_object_value(w)
-        }
+        self.between(w, b"", PrettyFormatter::end_object_value)
     }
 }
 
