@@ -85,15 +85,7 @@ pub fn diagnose_file(file: std::fs::File, opts: &Options) -> std::io::Result<Rep
     #[cfg(target_os = "linux")]
     if file.metadata()?.is_file() {
         if let Some(start) = input::plain_text_start(&file)? {
-            let mut collector = Collector::default();
-            let mut ctx = scan::LogContext::default();
-            if let Some(stats) = scan::scan_file_with(&file, start, &mut ctx, opts.threads, |block| collector.block(block))? {
-                let mut report = collector.finish(&ctx, opts);
-                report.lines_scanned = stats.lines;
-                report.bytes_scanned = stats.bytes;
-                if let Some(at) = stats.shrank_at {
-                    report.notes.push(format!("the file shrank while it was read (truncated or rotated); scanned up to byte {at}"));
-                }
+            if let Some(report) = report_of_scan(opts, |ctx, on_block| scan::scan_file_with(&file, start, ctx, opts.threads, on_block))? {
                 return Ok(report);
             }
         }
@@ -103,13 +95,27 @@ pub fn diagnose_file(file: std::fs::File, opts: &Options) -> std::io::Result<Rep
 
 /// Diagnose UTF-8 text from a reader, streaming (no decoding).
 fn diagnose_decoded<R: Read>(reader: R, opts: &Options) -> std::io::Result<Report> {
+    let report = report_of_scan(opts, |ctx, on_block| scan::scan_with(reader, ctx, opts.threads, on_block).map(Some))?;
+    Ok(report.expect("a read scan always runs"))
+}
+
+/// The report of one scan: its blocks collected into findings, with its totals. `scan`
+/// runs the scan (reading or mapped) with a context and a block callback; None when it
+/// could not start (a file that cannot be mapped).
+fn report_of_scan(
+    opts: &Options,
+    scan: impl FnOnce(&mut scan::LogContext, &mut dyn FnMut(scan::RawBlock)) -> std::io::Result<Option<scan::ScanStats>>,
+) -> std::io::Result<Option<Report>> {
     let mut collector = Collector::default();
     let mut ctx = scan::LogContext::default();
-    let stats = scan::scan_with(reader, &mut ctx, opts.threads, |block| collector.block(block))?;
+    let Some(stats) = scan(&mut ctx, &mut |block| collector.block(block))? else { return Ok(None) };
     let mut report = collector.finish(&ctx, opts);
     report.lines_scanned = stats.lines;
     report.bytes_scanned = stats.bytes;
-    Ok(report)
+    if let Some(at) = stats.shrank_at {
+        report.notes.push(format!("the file shrank while it was read (truncated or rotated); scanned up to byte {at}"));
+    }
+    Ok(Some(report))
 }
 
 /// Diagnose a log held in memory.
