@@ -17,6 +17,7 @@
 //! ```
 
 pub mod advise;
+pub mod anchor_search;
 pub mod context;
 pub mod dump;
 pub mod facts;

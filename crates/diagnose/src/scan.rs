@@ -214,20 +214,23 @@ const CONTEXT_WORDS: &[&str] = &[
 
 /// Anchor literals: every start trigger and context word contains one of them (a test
 /// checks it). The skip loop searches only these, with a vectorized multi-literal
-/// searcher (aho-corasick's packed Teddy); the full trigger automaton runs only on a
-/// line that holds an anchor. They were picked by measured frequency in text that holds
-/// no memory failure (`tools/pick_anchors.py`: the benchmark's log lines, the negative
+/// searcher ([`crate::anchor_search`]); the full trigger automaton runs only on a line
+/// that holds an anchor. They were picked by measured frequency in text that holds no
+/// memory failure (`tools/pick_anchors.py`: the benchmark's log lines, the negative
 /// corpora, the non-failure lines of the positive corpora, Python sources) — rare,
-/// shared by many triggers, few enough for Teddy (at most 64), and each at least four
-/// bytes long (Teddy's fingerprint is as long as the shortest anchor, up to four). The
-/// order matters: Teddy buckets patterns by their index, and this order (`--order` of
-/// the tool) puts look-alike fingerprints together, for fewer candidates to verify.
-pub const ANCHORS: &[&str] = &[
-    " 137", "MEMORY", "E010", "rogram", "ase ", "halted ", "lloc", "code: -9", "200:", "SIGKILL", "otal ", "ENOMEM",
-    "emory", "EL0004", " than ", "Tensor w", " OOM", "SOURCE_E", "_STATUS_", ":OOM", "TPU_", "No v", "ode 2: ",
-    "uffer", "[OOM", "pooled_s", "E300", "Hbm usag", "rrno 12]", "ille", " device:", "openxla.", "ALLOC", " to r",
-    "E100", "esource", " compil", "XLA_", "E200", "ed d", "(OOM", "posix_me", "kill", "cudnn co", " when wa",
-    "celerato", "cache", "LLVM ERR",
+/// shared by many triggers, few enough for the searchers (at most 64), and each at least
+/// four bytes long (the fingerprints are four bytes). They come in the vectorized
+/// search's eight buckets, chosen by the tool's `--order` for the fewest positions of the
+/// reference text that pass a bucket's fingerprint test.
+pub const ANCHOR_BUCKETS: &[&[&str]] = &[
+    &[" than ", "uffer", "[OOM", " compil", " 137", "XLA_"],
+    &["No v", "E100", "posix_me", "TPU_", "ed d", "ENOMEM"],
+    &["rogram", " OOM", "cudnn co", "ALLOC", " when wa", "200:"],
+    &["_STATUS_", " to r", "emory", "pooled_s", "SIGKILL", "otal "],
+    &["lloc", "MEMORY", "openxla.", "E010", "ase ", " device:"],
+    &["E200", "EL0004", "cache", "(OOM", "ode 2: ", "halted "],
+    &["kill", "LLVM ERR", "esource", "code: -9", "ille", "E300"],
+    &["celerato", "Hbm usag", "rrno 12]", "Tensor w", "SOURCE_E", ":OOM"],
 ];
 
 /// Every start trigger: the scanner's own list plus each family module's, without repeats.
@@ -268,17 +271,8 @@ fn automaton() -> &'static Automaton {
     })
 }
 
-fn anchor_searcher() -> &'static aho_corasick::packed::Searcher {
-    static A: OnceLock<aho_corasick::packed::Searcher> = OnceLock::new();
-    A.get_or_init(|| {
-        // Teddy where the CPU has SSSE3/AVX2, Rabin-Karp elsewhere: the same matches.
-        aho_corasick::packed::Config::new()
-            .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
-            .builder()
-            .extend(ANCHORS)
-            .build()
-            .expect("anchor searcher")
-    })
+fn anchor_searcher() -> &'static crate::anchor_search::AnchorSearcher {
+    crate::anchor_search::anchor_searcher(ANCHOR_BUCKETS)
 }
 
 /// The first start trigger or context word in `hay` (as `start_automaton().find` would
@@ -288,8 +282,7 @@ fn next_trigger(hay: &[u8]) -> Option<aho_corasick::Match> {
     let full = start_automaton();
     let mut from = 0;
     while from < hay.len() {
-        let a = anchors.find_in(hay, aho_corasick::Span::from(from..hay.len()))?;
-        let at = a.start();
+        let at = anchors.find_start(hay, from)?;
         let line_start = memchr::memrchr(b'\n', &hay[from..at]).map_or(from, |i| from + i + 1);
         let line_end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
         // No anchor starts before `at` on this line, and every trigger holds one: no
@@ -459,8 +452,7 @@ fn search_part(hay: &[u8], base: usize) -> Part {
     let mut windows: Vec<Window> = Vec::new();
     let mut from = 0;
     while from < hay.len() {
-        let Some(a) = anchors.find_in(hay, aho_corasick::Span::from(from..hay.len())) else { break };
-        let at = a.start();
+        let Some(at) = anchors.find_start(hay, from) else { break };
         let line_start = memchr::memrchr(b'\n', &hay[from..at]).map_or(from, |i| from + i + 1);
         let line_end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
         windows.push(Window { line_start, from: line_start.max(at.saturating_sub(longest_trigger())), end: line_end });
@@ -1119,16 +1111,25 @@ mod tests {
         assert!(b[0].lines.iter().any(|l| l.0 == 103 && l.1.starts_with(b"RuntimeError")));
     }
 
+    /// Every anchor, bucket by bucket.
+    fn anchors() -> impl Iterator<Item = &'static str> {
+        ANCHOR_BUCKETS.iter().flat_map(|b| b.iter().copied())
+    }
+
     #[test]
     fn every_trigger_contains_an_anchor() {
-        let missing: Vec<&str> = start_triggers().iter().chain(CONTEXT_WORDS).filter(|t| !ANCHORS.iter().any(|a| t.contains(a))).copied().collect();
+        let missing: Vec<&str> = start_triggers().iter().chain(CONTEXT_WORDS).filter(|t| !anchors().any(|a| t.contains(a))).copied().collect();
         assert!(
             missing.is_empty(),
-            "triggers without an anchor (run crates/diagnose/tools/pick_anchors.py on the trigger list and update ANCHORS): {missing:?}"
+            "triggers without an anchor (run crates/diagnose/tools/pick_anchors.py on the trigger list and update ANCHOR_BUCKETS): {missing:?}"
         );
-        assert!(ANCHORS.len() <= 64, "Teddy searches at most 64 literals; {} anchors", ANCHORS.len());
+        assert!(anchors().count() <= 64, "Teddy searches at most 64 literals; {} anchors", anchors().count());
+        assert!(ANCHOR_BUCKETS.len() <= 8, "the vectorized search has 8 buckets; {}", ANCHOR_BUCKETS.len());
+        if crate::anchor_search::vectorized_search_available() {
+            assert_eq!(crate::anchor_search::AnchorSearcher::new(ANCHOR_BUCKETS, true).kind(), "avx512-vbmi");
+        }
         // One shorter anchor would shorten Teddy's fingerprint for all (half the speed).
-        let short: Vec<&str> = ANCHORS.iter().filter(|a| a.len() < 4).copied().collect();
+        let short: Vec<&str> = anchors().filter(|a| a.len() < 4).collect();
         assert!(short.is_empty(), "anchors under four bytes: {short:?}");
     }
 
