@@ -156,14 +156,23 @@ mod vbmi {
                 unsafe { (_mm512_loadu_si512(t.cast()), _mm512_loadu_si512(t.add(64).cast())) }
             });
             let mut p = from;
-            // Whole blocks: the loads at p + k read up to p + 63 + PREFIX - 1.
+            // Two blocks a step, one branch for both (most hold no candidate); the loads
+            // at p + k read up to p + 127 + PREFIX - 1.
+            while p + 128 + PREFIX - 1 <= n {
+                // SAFETY: in bounds by the loop condition.
+                let (a, b) = unsafe { (block(&tables, hay.as_ptr().add(p)), block(&tables, hay.as_ptr().add(p + 64))) };
+                if a.0 | b.0 != 0 {
+                    if let Some(at) = self.confirm(hay, p, a, last).or_else(|| self.confirm(hay, p + 64, b, last)) {
+                        return Some(at);
+                    }
+                }
+                p += 128;
+            }
             while p + 64 + PREFIX - 1 <= n {
                 // SAFETY: in bounds by the loop condition.
                 let found = unsafe { block(&tables, hay.as_ptr().add(p)) };
-                if found.0 != 0 {
-                    if let Some(at) = self.confirm(hay, p, found, last) {
-                        return Some(at);
-                    }
+                if let Some(at) = self.confirm(hay, p, found, last) {
+                    return Some(at);
                 }
                 p += 64;
             }
@@ -182,7 +191,12 @@ mod vbmi {
 
         /// The first candidate of a block (at `p`) that is an anchor.
         #[inline]
-        fn confirm(&self, hay: &[u8], p: usize, (mut mask, buckets): (u64, [u8; 64]), last: usize) -> Option<usize> {
+        fn confirm(&self, hay: &[u8], p: usize, (mut mask, buckets): (u64, __m512i), last: usize) -> Option<usize> {
+            if mask == 0 {
+                return None;
+            }
+            // SAFETY: a vector is 64 bytes.
+            let buckets: [u8; 64] = unsafe { std::mem::transmute(buckets) };
             while mask != 0 {
                 let i = mask.trailing_zeros() as usize;
                 mask &= mask - 1;
@@ -221,22 +235,19 @@ mod vbmi {
     /// `text` must have 64 + PREFIX - 1 readable bytes, and the CPU the features.
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-    unsafe fn block(tables: &[(__m512i, __m512i); PREFIX], text: *const u8) -> (u64, [u8; 64]) {
+    unsafe fn block(tables: &[(__m512i, __m512i); PREFIX], text: *const u8) -> (u64, __m512i) {
+        // SAFETY: the caller's bound.
+        let x: [__m512i; PREFIX] = std::array::from_fn(|k| unsafe { _mm512_loadu_si512(text.add(k).cast()) });
         let mut r = _mm512_set1_epi8(-1);
-        for (k, (lo, hi)) in tables.iter().enumerate() {
-            // SAFETY: the caller's bound.
-            let x = unsafe { _mm512_loadu_si512(text.add(k).cast()) };
-            // Bytes with the top bit set are not ASCII: zero, so no anchor there.
-            let ascii = !_mm512_movepi8_mask(x);
-            r = _mm512_and_si512(r, _mm512_maskz_permutex2var_epi8(ascii, *lo, x, *hi));
+        let mut high = _mm512_setzero_si512();
+        for (x, (lo, hi)) in x.iter().zip(tables) {
+            r = _mm512_and_si512(r, _mm512_permutex2var_epi8(*lo, *x, *hi));
+            high = _mm512_or_si512(high, *x);
         }
-        let mask = _mm512_test_epi8_mask(r, r);
-        let mut buckets = [0u8; 64];
-        if mask != 0 {
-            // SAFETY: 64 bytes.
-            unsafe { _mm512_storeu_si512(buckets.as_mut_ptr().cast(), r) };
-        }
-        (mask, buckets)
+        // The tables see seven bits of a byte: a position with a non-ASCII byte among
+        // its four starts no anchor.
+        let mask = _mm512_test_epi8_mask(r, r) & !_mm512_movepi8_mask(high);
+        (mask, r)
     }
 }
 
