@@ -22,12 +22,34 @@ fn main() {
     collect(&kb_dir, &mut files);
     files.sort();
     let mut src = String::from("pub(crate) static ENTRY_FILES: &[(&str, &str)] = &[\n");
+    let mut ids = String::from("pub(crate) static ENTRY_IDS: &[&str] = &[\n");
     for f in &files {
         println!("cargo:rerun-if-changed={}", f.display());
         let rel = f.strip_prefix(&kb_dir).unwrap().to_string_lossy().replace('\\', "/");
         src.push_str(&format!("    ({rel:?}, include_str!({:?})),\n", f.display().to_string()));
+        ids.push_str(&format!("    {:?},\n", top_level_id(&fs::read_to_string(f).unwrap())));
     }
     src.push_str("];\n");
+    ids.push_str("];\n");
+    src.push_str(&ids);
     let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join("entries.rs");
     fs::write(out, src).unwrap();
+}
+
+/// The entry's own `id = "..."`: the first one before any table header (the loader parses
+/// the whole file; this only indexes it, and a test compares the two). "" where there is
+/// none, which no lookup matches.
+fn top_level_id(toml: &str) -> String {
+    for line in toml.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            break;
+        }
+        if let Some(v) = line.strip_prefix("id").map(str::trim_start).and_then(|r| r.strip_prefix('=')) {
+            if let Some(id) = v.trim().strip_prefix('"').and_then(|r| r.split('"').next()) {
+                return id.to_string();
+            }
+        }
+    }
+    String::new()
 }

@@ -178,7 +178,6 @@ impl Collector {
 
     fn finish(self, ctx: &scan::LogContext, opts: &Options) -> Report {
         let truncated = self.truncated;
-        let kb = KnowledgeBase::get();
         let settings: String = ctx.lines.iter().map(|l| l.1.as_str()).collect::<Vec<_>>().join("\n");
         let expandable_global = context::shows_expandable_segments(&settings);
         let mut findings: Vec<Finding> = self
@@ -199,7 +198,7 @@ impl Collector {
                     f.framework = context::frameworks(&p.block_text).first().map(|s| s.to_string());
                 }
                 f.headline = facts::headline(f, &facts, opts.lang);
-                match kb.by_id(&f.id) {
+                match KnowledgeBase::embedded_by_id(&f.id) {
                     Some(entry) => advise::apply(f, entry, &facts, opts.lang),
                     None => f.title = f.id.clone(),
                 }
@@ -230,8 +229,7 @@ fn fingerprint(f: &Finding) -> String {
 
 /// Turn a recognizer hit into a finding (before advice).
 fn build(hit: &Hit, flat: &normalize::Flat) -> Finding {
-    let kb = KnowledgeBase::get();
-    let entry = kb.by_id(hit.id);
+    let entry = KnowledgeBase::embedded_by_id(hit.id);
     let kind = entry.map_or(Kind::Oom, |e| e.kind);
     let severity = if hit.flags.contains("warning_only") { Severity::Warning } else { entry.map_or(Severity::Error, |e| e.severity) };
     let mut sizes = Sizes::default();

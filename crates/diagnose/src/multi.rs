@@ -123,7 +123,7 @@ pub fn evidence_finding(
     let flat = normalize::flatten(&lines);
     let mut hit = Hit::new(id, 0, flat.text.len());
     hit.confidence = confidence;
-    if let Some(entry) = oomdoc_kb::KnowledgeBase::get().by_id(id) {
+    if let Some(entry) = oomdoc_kb::KnowledgeBase::embedded_by_id(id) {
         hit.platform = Some(entry.platform);
         hit.phase = Some(entry.phase);
         hit.memory_space = entry.memory_space.clone();

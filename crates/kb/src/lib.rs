@@ -50,6 +50,22 @@ impl KnowledgeBase {
     }
 
     /// Parse every embedded file; returns the entries that loaded and the errors of those that did not.
+    /// One embedded entry by id, parsed on first use: the `by_id` of [`KnowledgeBase::get`]
+    /// without parsing the other entries (a diagnosis needs one or two of them; parsing
+    /// all is most of a small log's time). `None` for an unknown id or an entry that does
+    /// not load.
+    pub fn embedded_by_id(id: &str) -> Option<&'static Entry> {
+        static PARSED: OnceLock<Vec<OnceLock<Option<Entry>>>> = OnceLock::new();
+        let parsed = PARSED.get_or_init(|| ENTRY_IDS.iter().map(|_| OnceLock::new()).collect());
+        let i = ENTRY_IDS.iter().position(|e| *e == id)?;
+        parsed[i]
+            .get_or_init(|| {
+                let (file, text) = ENTRY_FILES[i];
+                Self::load_from([(file.to_string(), text.to_string())]).0.entries.pop()
+            })
+            .as_ref()
+    }
+
     pub fn load_embedded() -> (KnowledgeBase, Vec<LoadError>) {
         Self::load_from(ENTRY_FILES.iter().map(|(f, s)| (f.to_string(), s.to_string())))
     }

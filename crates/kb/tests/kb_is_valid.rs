@@ -11,6 +11,18 @@ fn every_entry_loads() {
     }
 }
 
+/// The lazily parsed lookup that a diagnosis uses finds each entry as the full load does.
+#[test]
+fn each_entry_by_id_without_loading_the_rest() {
+    let (kb, _) = KnowledgeBase::load_embedded();
+    for e in kb.entries() {
+        let lazy = KnowledgeBase::embedded_by_id(&e.id).unwrap_or_else(|| panic!("{} not found by embedded_by_id", e.id));
+        assert_eq!(lazy.file, e.file);
+        assert_eq!(serde_json::to_value(lazy).unwrap(), serde_json::to_value(e).unwrap(), "{}", e.id);
+    }
+    assert!(KnowledgeBase::embedded_by_id("no.such-entry").is_none());
+}
+
 /// Read without a log (`oomdoc explain`, `/kb/{id}.md`), no entry shows a raw `{placeholder}`.
 #[test]
 fn no_raw_placeholder_when_read_without_a_log() {
