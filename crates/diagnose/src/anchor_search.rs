@@ -71,6 +71,24 @@ impl AnchorSearcher {
         }
         self.packed.find_in(hay, aho_corasick::Span::from(from..hay.len())).map(|m| m.start())
     }
+
+    /// [`find_start`](Self::find_start), and the newlines in `hay[from..]` before the
+    /// start found (before the end where none is): the vectorized search counts them
+    /// in the blocks it loads anyway, so the scanner needs no second pass to number
+    /// lines.
+    #[inline]
+    pub fn find_start_counting(&self, hay: &[u8], from: usize) -> (Option<usize>, u64) {
+        if from >= hay.len() {
+            return (None, 0);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if let Some(f) = &self.vbmi {
+            // SAFETY: as in `find_start`.
+            return unsafe { f.find_start_counting(hay, from) };
+        }
+        let at = self.find_start(hay, from);
+        (at, bytecount::count(&hay[from..at.unwrap_or(hay.len())], b'\n') as u64)
+    }
 }
 
 /// Whether this CPU runs the vectorized search (AVX-512 F, BW and VBMI).
@@ -145,9 +163,28 @@ mod vbmi {
         /// The CPU must have AVX-512 F, BW and VBMI ([`available`]); `from < hay.len()`.
         #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
         pub unsafe fn find_start(&self, hay: &[u8], from: usize) -> Option<usize> {
+            // SAFETY: the caller's.
+            unsafe { self.search::<false>(hay, from).0 }
+        }
+
+        /// See [`super::AnchorSearcher::find_start_counting`].
+        ///
+        /// # Safety
+        /// As [`Self::find_start`].
+        #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+        pub unsafe fn find_start_counting(&self, hay: &[u8], from: usize) -> (Option<usize>, u64) {
+            // SAFETY: the caller's.
+            unsafe { self.search::<true>(hay, from) }
+        }
+
+        /// The search, with the newline count where `COUNT`.
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+        unsafe fn search<const COUNT: bool>(&self, hay: &[u8], from: usize) -> (Option<usize>, u64) {
             let n = hay.len();
+            let count_rest = |from: usize| if COUNT { memchr::memchr_iter(b'\n', &hay[from..]).count() as u64 } else { 0 };
             if n - from < self.shortest {
-                return None;
+                return (None, count_rest(from));
             }
             let last = n - self.shortest; // the last position an anchor can start at
             let tables: [(__m512i, __m512i); PREFIX] = std::array::from_fn(|k| {
@@ -155,25 +192,46 @@ mod vbmi {
                 // SAFETY: each table is 128 bytes.
                 unsafe { (_mm512_loadu_si512(t.cast()), _mm512_loadu_si512(t.add(64).cast())) }
             });
+            let newline = _mm512_set1_epi8(b'\n' as i8);
+            // Newlines of a block at `p` before `at` (or all of it).
+            let lines = |text: *const u8, p: usize, at: Option<usize>| -> u64 {
+                if !COUNT {
+                    return 0;
+                }
+                // SAFETY: `text` has 64 readable bytes (every block's first load).
+                let m = unsafe { _mm512_cmpeq_epi8_mask(_mm512_loadu_si512(text.cast()), newline) };
+                let m = match at {
+                    Some(at) if at - p < 64 => m & ((1u64 << (at - p)) - 1),
+                    _ => m,
+                };
+                m.count_ones() as u64
+            };
+            let mut newlines = 0;
             let mut p = from;
             // Two blocks a step, one branch for both (most hold no candidate); the loads
             // at p + k read up to p + 127 + PREFIX - 1.
             while p + 128 + PREFIX - 1 <= n {
                 // SAFETY: in bounds by the loop condition.
-                let (a, b) = unsafe { (block(&tables, hay.as_ptr().add(p)), block(&tables, hay.as_ptr().add(p + 64))) };
+                let (ta, tb) = unsafe { (hay.as_ptr().add(p), hay.as_ptr().add(p + 64)) };
+                // SAFETY: as above.
+                let (a, b) = unsafe { (block(&tables, ta), block(&tables, tb)) };
                 if a.0 | b.0 != 0 {
                     if let Some(at) = self.confirm(hay, p, a, last).or_else(|| self.confirm(hay, p + 64, b, last)) {
-                        return Some(at);
+                        return (Some(at), newlines + lines(ta, p, Some(at)) + if at >= p + 64 { lines(tb, p + 64, Some(at)) } else { 0 });
                     }
                 }
+                newlines += lines(ta, p, None) + lines(tb, p + 64, None);
                 p += 128;
             }
             while p + 64 + PREFIX - 1 <= n {
                 // SAFETY: in bounds by the loop condition.
-                let found = unsafe { block(&tables, hay.as_ptr().add(p)) };
+                let text = unsafe { hay.as_ptr().add(p) };
+                // SAFETY: as above.
+                let found = unsafe { block(&tables, text) };
                 if let Some(at) = self.confirm(hay, p, found, last) {
-                    return Some(at);
+                    return (Some(at), newlines + lines(text, p, Some(at)));
                 }
+                newlines += lines(text, p, None);
                 p += 64;
             }
             // The rest (fewer than 64 + PREFIX - 1 bytes): a zero-padded copy. No anchor
@@ -184,9 +242,11 @@ mod vbmi {
                 pad[..n - p].copy_from_slice(&hay[p..]);
                 // SAFETY: `pad` holds 64 + PREFIX - 1 bytes.
                 let found = unsafe { block(&tables, pad.as_ptr()) };
-                return self.confirm(hay, p, found, last);
+                if let Some(at) = self.confirm(hay, p, found, last) {
+                    return (Some(at), newlines + lines(pad.as_ptr(), p, Some(at)));
+                }
             }
-            None
+            (None, newlines + count_rest(p))
         }
 
         /// The first candidate of a block (at `p`) that is an anchor.
@@ -276,8 +336,14 @@ mod tests {
                 if len >= 3 {
                     hay[len - 3..].copy_from_slice(b"SIG");
                 }
+                for i in (5..len).step_by(7) {
+                    if !(at..at + a.len()).contains(&i) && i + 3 < len {
+                        hay[i] = b'\n';
+                    }
+                }
                 for from in [0, 1, at, at + 1, len] {
                     assert_eq!(v.find_start(&hay, from), p.find_start(&hay, from), "len {len} at {at} from {from} {a:?}");
+                    assert_eq!(v.find_start_counting(&hay, from), p.find_start_counting(&hay, from), "len {len} at {at} from {from} {a:?}");
                 }
             }
         }
@@ -286,7 +352,7 @@ mod tests {
     proptest! {
         #[test]
         fn the_same_starts_as_the_packed_searcher(
-            pieces in proptest::collection::vec((0usize..ANCHORS.len() + 4, proptest::collection::vec(any::<u8>(), 0..90)), 0..12),
+            pieces in proptest::collection::vec((0usize..ANCHORS.len() + 4, proptest::collection::vec(prop_oneof![Just(b'\n'), any::<u8>()], 0..90)), 0..12),
             from in 0usize..400,
         ) {
             let (v, p) = both(BUCKETS);
@@ -305,6 +371,7 @@ mod tests {
             loop {
                 let (a, b) = (v.find_start(&hay, at), p.find_start(&hay, at));
                 prop_assert_eq!(a, b);
+                prop_assert_eq!(v.find_start_counting(&hay, at), (a, hay[at..a.unwrap_or(hay.len())].iter().filter(|&&c| c == b'\n').count() as u64));
                 match a { Some(x) => at = x + 1, None => break }
             }
         }

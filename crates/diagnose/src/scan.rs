@@ -448,27 +448,29 @@ struct Part {
 fn search_part(hay: &[u8], base: usize) -> Part {
     // The lines that hold an anchor, as the windows `next_trigger` would verify: found
     // first, then verified together (see `verify_windows`).
+    // The anchor search counts the newlines it passes; the rest of an anchor's line is
+    // skipped, and holds one.
     let anchors = anchor_searcher();
     let mut windows: Vec<Window> = Vec::new();
+    let mut newlines = 0;
     let mut from = 0;
     while from < hay.len() {
-        let Some(at) = anchors.find_start(hay, from) else { break };
+        let (found, passed) = anchors.find_start_counting(hay, from);
+        newlines += passed;
+        let Some(at) = found else { break };
         let line_start = memchr::memrchr(b'\n', &hay[from..at]).map_or(from, |i| from + i + 1);
         let line_end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
-        windows.push(Window { line_start, from: line_start.max(at.saturating_sub(longest_trigger())), end: line_end });
+        windows.push(Window { line_start, from: line_start.max(at.saturating_sub(longest_trigger())), end: line_end, newlines });
+        newlines += u64::from(line_end < hay.len());
         from = line_end + 1;
     }
     let found = verify_windows(hay, &windows);
-    let mut part = Part::default();
-    let mut counted = 0;
+    let mut part = Part { newlines, ..Part::default() };
     for (w, m) in windows.iter().zip(found) {
         let Some((pattern, at)) = m else { continue };
-        part.newlines += bytecount::count(&hay[counted..w.line_start], b'\n') as u64;
-        counted = w.line_start;
-        part.marks.push((base + w.line_start, part.newlines));
+        part.marks.push((base + w.line_start, w.newlines));
         part.hits.push((base + at, pattern));
     }
-    part.newlines += bytecount::count(&hay[counted..], b'\n') as u64;
     part
 }
 
@@ -479,6 +481,8 @@ struct Window {
     line_start: usize,
     from: usize,
     end: usize,
+    /// Newlines in the part before `line_start`.
+    newlines: u64,
 }
 
 /// The first trigger (pattern, start) of each window, exactly as the trigger automaton's
