@@ -144,8 +144,8 @@ mod vbmi {
             }
             let mut f = Fingerprints { tables: [[0; 128]; PREFIX], buckets: Default::default(), shortest: usize::MAX };
             for (b, a) in buckets.iter().enumerate().flat_map(|(b, list)| list.iter().map(move |a| (b, a.as_bytes()))) {
-                for k in 0..PREFIX {
-                    f.tables[k][a[k] as usize] |= 1 << b;
+                for (table, &byte) in f.tables.iter_mut().zip(a) {
+                    table[byte as usize] |= 1 << b;
                 }
                 let n = a.len().min(8);
                 let mut word = [0u8; 8];
