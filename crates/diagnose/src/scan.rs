@@ -1,9 +1,11 @@
 //! Streaming scanner: finds the few regions of a log that can hold a memory
 //! failure without looking at the rest.
 //!
-//! The input is read in large chunks. An Aho-Corasick automaton over a small set
-//! of literal trigger words (the prefilter) skips everything else at memory speed;
-//! only around a hit does the scanner switch to line mode and collect a *block*:
+//! The input is read in large chunks (or mapped in windows) and searched in parts on
+//! all cores. A vectorized search for a few anchor literals ([`crate::anchor_search`],
+//! which also counts the newlines it passes) skips everything else at memory speed; the
+//! trigger-word automaton reads only the lines that hold an anchor. Only around a
+//! trigger does the scanner switch to line mode and collect a *block*:
 //! a few lines of context before the trigger, then lines for as long as they keep
 //! looking like part of the message (trigger or report words keep it open; a run of
 //! quiet lines closes it). Blocks go to a callback one at a time, so memory stays
