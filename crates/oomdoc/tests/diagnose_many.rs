@@ -80,6 +80,27 @@ fn same_failure_on_many_hosts_is_one_finding() {
     assert!(text.contains(", …)"), "{text}");
 }
 
+/// A log over 32 MiB among small ones is searched on every core by itself, the others
+/// in parallel: the same merged report as reading the logs one at a time.
+#[test]
+fn a_large_log_among_small_ones_gives_the_same_report() {
+    let d = cluster("large");
+    let line = "{\"step\": 1, \"loss\": 0.9, \"lr\": 3.0e-4, \"grad_norm\": 1.0, \"throughput\": 412.7}\n";
+    let filler = line.repeat((33 << 20) / line.len());
+    let lines = filler.lines().count();
+    std::fs::write(d.join("host2.log"), format!("{filler}{KERNEL_KILL}\n{filler}")).unwrap();
+    let args = ["diagnose", d.to_str().unwrap(), "--format", "json"];
+    let parallel = oomdoc(&args);
+    assert_eq!(parallel.status.code(), Some(0), "{}", s(&parallel.stderr));
+    let one_at_a_time = oomdoc(&[&args[..], &["--jobs", "1"]].concat());
+    assert_eq!(s(&parallel.stdout), s(&one_at_a_time.stdout));
+    let v: Value = serde_json::from_slice(&parallel.stdout).unwrap();
+    let host = v["findings"].as_array().unwrap().iter().find(|f| f["id"] == "host.oom-killer").unwrap().clone();
+    assert_eq!(host["file"], d.join("host2.log").display().to_string(), "the first log in order with the kill");
+    assert_eq!(host["line"], lines + 1);
+    assert_eq!(host["occurrences"], 2);
+}
+
 #[test]
 fn first_fatal_follows_the_order_of_the_files_given() {
     let d = cluster("order");

@@ -248,21 +248,36 @@ pub fn diagnose_paths(logs: &[PathBuf], opts: &Options, jobs: Option<usize>) -> 
     Ok(report)
 }
 
+/// A log at least this large is searched on all cores by itself (its parts share them)
+/// rather than on one core beside other logs: one huge log among small ones would
+/// otherwise run on one core long after the others finish.
+const SPLIT_ACROSS_CORES: u64 = 32 << 20;
+
 /// Diagnose every input, `jobs` at a time (default: every core); results in input order.
 fn read_parallel(inputs: &[Input], opts: &Options, jobs: Option<usize>) -> Vec<Result<Report, Unreadable>> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = jobs.unwrap_or(cores).clamp(1, inputs.len().max(1));
-    // Logs in parallel, each searched on one thread (a single log uses every core itself).
+    let slots: Vec<Mutex<Option<Result<Report, Unreadable>>>> = inputs.iter().map(|_| Mutex::new(None)).collect();
+    let store = |i: usize, r| *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+    // Large logs first, one at a time on every core; then the rest in parallel, each
+    // searched on one thread (a single log uses every core itself).
+    let large = |input: &Input| workers > 1 && matches!(input, Input::File(p) if std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() >= SPLIT_ACROSS_CORES));
+    let mut rest = Vec::new();
+    for (i, input) in inputs.iter().enumerate() {
+        if large(input) {
+            store(i, read_one(input, opts));
+        } else {
+            rest.push(i);
+        }
+    }
     let opts = &Options { threads: if workers > 1 { 1 } else { opts.threads }, ..opts.clone() };
     let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<Result<Report, Unreadable>>>> = inputs.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|s| {
-        for _ in 0..workers {
+        for _ in 0..workers.min(rest.len()) {
             s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(input) = inputs.get(i) else { break };
-                let r = read_one(input, opts);
-                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&i) = rest.get(k) else { break };
+                store(i, read_one(&inputs[i], opts));
             });
         }
     });
