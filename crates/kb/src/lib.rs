@@ -49,7 +49,6 @@ impl KnowledgeBase {
         })
     }
 
-    /// Parse every embedded file; returns the entries that loaded and the errors of those that did not.
     /// One embedded entry by id, parsed on first use: the `by_id` of [`KnowledgeBase::get`]
     /// without parsing the other entries (a diagnosis needs one or two of them; parsing
     /// all is most of a small log's time). `None` for an unknown id or an entry that does
@@ -66,6 +65,7 @@ impl KnowledgeBase {
             .as_ref()
     }
 
+    /// Parse every embedded file; returns the entries that loaded and the errors of those that did not.
     pub fn load_embedded() -> (KnowledgeBase, Vec<LoadError>) {
         Self::load_from(ENTRY_FILES.iter().map(|(f, s)| (f.to_string(), s.to_string())))
     }
