@@ -182,7 +182,7 @@ mod vbmi {
         #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
         unsafe fn search<const COUNT: bool>(&self, hay: &[u8], from: usize) -> (Option<usize>, u64) {
             let n = hay.len();
-            let count_rest = |from: usize| if COUNT { memchr::memchr_iter(b'\n', &hay[from..]).count() as u64 } else { 0 };
+            let count_rest = |from: usize| if COUNT { bytecount::count(&hay[from..], b'\n') as u64 } else { 0 };
             if n - from < self.shortest {
                 return (None, count_rest(from));
             }

@@ -285,16 +285,11 @@ fn next_trigger(hay: &[u8]) -> Option<aho_corasick::Match> {
     let mut from = 0;
     while from < hay.len() {
         let at = anchors.find_start(hay, from)?;
-        let line_start = memchr::memrchr(b'\n', &hay[from..at]).map_or(from, |i| from + i + 1);
-        let line_end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
-        // No anchor starts before `at` on this line, and every trigger holds one: no
-        // trigger starts more than the longest trigger's length before `at`. (A long
-        // JSON-lines record is read from there, not from its start.)
-        let verify_from = line_start.max(at.saturating_sub(longest_trigger()));
-        if let Some(m) = full.find(&hay[verify_from..line_end]) {
-            return Some(aho_corasick::Match::new(m.pattern(), verify_from + m.start()..verify_from + m.end()));
+        let w = Window::around(hay, from, at);
+        if let Some(m) = full.find(&hay[w.from..w.end]) {
+            return Some(aho_corasick::Match::new(m.pattern(), w.from + m.start()..w.from + m.end()));
         }
-        from = line_end + 1;
+        from = w.end + 1;
     }
     None
 }
@@ -449,9 +444,8 @@ struct Part {
 /// Searches `hay`, which starts at offset `base` of its region and at a line start.
 fn search_part(hay: &[u8], base: usize) -> Part {
     // The lines that hold an anchor, as the windows `next_trigger` would verify: found
-    // first, then verified together (see `verify_windows`).
-    // The anchor search counts the newlines it passes; the rest of an anchor's line is
-    // skipped, and holds one.
+    // first, then verified together (see `verify_windows`). The anchor search counts the
+    // newlines it passes; the rest of an anchor's line is skipped, and holds one.
     let anchors = anchor_searcher();
     let mut windows: Vec<Window> = Vec::new();
     let mut newlines = 0;
@@ -460,11 +454,10 @@ fn search_part(hay: &[u8], base: usize) -> Part {
         let (found, passed) = anchors.find_start_counting(hay, from);
         newlines += passed;
         let Some(at) = found else { break };
-        let line_start = memchr::memrchr(b'\n', &hay[from..at]).map_or(from, |i| from + i + 1);
-        let line_end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
-        windows.push(Window { line_start, from: line_start.max(at.saturating_sub(longest_trigger())), end: line_end, newlines });
-        newlines += u64::from(line_end < hay.len());
-        from = line_end + 1;
+        let w = Window { newlines, ..Window::around(hay, from, at) };
+        newlines += u64::from(w.end < hay.len());
+        from = w.end + 1;
+        windows.push(w);
     }
     let found = verify_windows(hay, &windows);
     let mut part = Part { newlines, ..Part::default() };
@@ -485,6 +478,19 @@ struct Window {
     end: usize,
     /// Newlines in the part before `line_start`.
     newlines: u64,
+}
+
+impl Window {
+    /// The line of an anchor at `at`, the first one at or after `from` (which starts a
+    /// line or follows one). No anchor starts before `at` on this line, and every trigger
+    /// holds one: no trigger starts more than the longest trigger's length before `at`.
+    /// (A long JSON-lines record is read from there, not from its start.) Its newlines
+    /// are the caller's to count.
+    fn around(hay: &[u8], from: usize, at: usize) -> Window {
+        let line_start = memchr::memrchr(b'\n', &hay[from..at]).map_or(from, |i| from + i + 1);
+        let end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
+        Window { line_start, from: line_start.max(at.saturating_sub(longest_trigger())), end, newlines: 0 }
+    }
 }
 
 /// The first trigger (pattern, start) of each window, exactly as the trigger automaton's
