@@ -9,12 +9,11 @@ use oomdoc_diagnose::anchor_search::AnchorSearcher;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let anchors: Vec<String> = std::fs::read_to_string(&args[1]).unwrap().lines().filter(|l| !l.is_empty()).map(str::to_string).collect();
-    let refs: Vec<&str> = anchors.iter().map(String::as_str).collect();
-    let text_of_file = std::fs::read_to_string(&args[1]).unwrap();
-    let mut buckets: Vec<Vec<&str>> = text_of_file.split("\n\n").map(|b| b.lines().filter(|l| !l.is_empty()).collect()).filter(|b: &Vec<&str>| !b.is_empty()).collect();
+    let file = std::fs::read_to_string(&args[1]).unwrap();
+    let anchors: Vec<&str> = file.lines().filter(|l| !l.is_empty()).collect();
+    let mut buckets: Vec<Vec<&str>> = file.split("\n\n").map(|b| b.lines().filter(|l| !l.is_empty()).collect()).filter(|b: &Vec<&str>| !b.is_empty()).collect();
     if buckets.len() == 1 {
-        buckets = (0..8).map(|i| refs.iter().copied().skip(i).step_by(8).collect()).collect();
+        buckets = (0..8).map(|i| anchors.iter().copied().skip(i).step_by(8).collect()).collect();
     }
     let buckets: Vec<&[&str]> = buckets.iter().map(Vec::as_slice).collect();
     let text = std::fs::read(&args[2]).unwrap();
@@ -39,7 +38,7 @@ fn main() {
         let mut pos = 0;
         while let Some(at) = searcher.find_start(&text, pos) {
             n += 1;
-            if let Some(i) = refs.iter().position(|a| text[at..].starts_with(a.as_bytes())) {
+            if let Some(i) = anchors.iter().position(|a| text[at..].starts_with(a.as_bytes())) {
                 per[i] += 1;
             }
             pos = at + 1;
