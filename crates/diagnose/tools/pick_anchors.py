@@ -3,8 +3,8 @@
 
 Every trigger word of the scanner (start triggers and context words) must contain
 one anchor; the anchors are searched first with a vectorized multi-literal searcher
-(src/anchor_search.rs), and the full trigger automaton runs only on lines that hold an anchor. So an
-anchor should be *rare in ordinary log lines*: this script counts candidate substrings
+(src/anchor_search.rs), and the full trigger automaton runs only on lines that hold an
+anchor. So an anchor should be *rare in ordinary log lines*: this script counts candidate substrings
 of the triggers in reference text that holds no memory failure, and greedily picks a
 small set that covers every trigger, preferring rare and shared substrings.
 
@@ -92,8 +92,9 @@ def all_triggers():
         out += rust_list(f.read_text(), 'TRIGGERS')
     return list(dict.fromkeys(out))
 
-def bucket_order(anchors, text, iters):
-    """Deal the anchors into the vectorized search's 8 buckets (see the module docs)."""
+def bucket_order(buckets, text, iters):
+    """Deal the anchors (dealt in turn into `buckets`) anew into the vectorized search's
+    8 buckets (see the module docs)."""
     import random
     import numpy as np
     data = np.frombuffer(text[:3_000_000], dtype=np.uint8)
@@ -118,9 +119,8 @@ def bucket_order(anchors, text, iters):
     def cost(buckets):
         return sum(passes(b) for b in buckets if b)
 
-    buckets = [sorted(anchors)[i::8] for i in range(8)]
     best = cost(buckets)
-    real = sum(text[:3_000_000].count(a.encode()) for a in anchors)
+    real = sum(text[:3_000_000].count(a.encode()) for b in buckets for a in b)
     print(f'candidates in 3 MB of reference: {best} dealt in turn ({real} anchors there)', file=sys.stderr)
     rng = random.Random(1)
     for _ in range(iters):
@@ -170,7 +170,9 @@ def main():
     for a in sorted(anchors):
         print(f'{a!r:24} {freq[a]:8.2f}/MB  prefix {pre[a[:3]]:8.2f}/MB  covers {len(cands[a])}', file=sys.stderr)
     anchors = sorted(anchors)
-    buckets = bucket_order(anchors, ref.encode(), ORDER) if ORDER else [anchors[i::8] for i in range(8)]
+    buckets = [anchors[i::8] for i in range(8)]
+    if ORDER:
+        buckets = bucket_order(buckets, ref.encode(), ORDER)
     if LIST:
         print('\n\n'.join('\n'.join(b) for b in buckets))
         return
