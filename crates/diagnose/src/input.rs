@@ -25,13 +25,16 @@ pub enum Compression {
     Bzip2,
 }
 
-/// How the text of a log was encoded.
+/// How the text of a log was encoded; in JSON the names the README documents
+/// (`utf-8`, `utf-16le`, `utf-16be`, as IANA spells them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
-#[serde(rename_all = "kebab-case")]
 pub enum Encoding {
     #[default]
+    #[serde(rename = "utf-8")]
     Utf8,
+    #[serde(rename = "utf-16le")]
     Utf16Le,
+    #[serde(rename = "utf-16be")]
     Utf16Be,
 }
 
@@ -141,9 +144,21 @@ fn newlines_fit(body: &[u8], big_endian: bool) -> bool {
     !any
 }
 
+/// A zip archive (local file header, or the end record of an empty one).
+fn is_zip(head: &[u8]) -> bool {
+    head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06")
+}
+
+/// What to say about a zip archive, the usual issue attachment, which is not read.
+pub const ZIP_HINT: &str = "is a zip archive, which oomdoc does not read (it reads gzip, zstd, xz and bzip2 logs, and .tar.gz); unzip it and diagnose the folder: `unzip logs.zip -d logs && oomdoc diagnose logs`";
+
 /// Decode any log stream: decompress by magic bytes, then transcode UTF-16 to UTF-8.
+/// A zip archive is an error that says so ([`ZIP_HINT`]), not a log with no failure in it.
 pub fn decode<'a, R: Read + 'a>(mut inner: R) -> io::Result<Decoded<'a>> {
     let head = read_prefix(&mut inner, SNIFF)?;
+    if is_zip(&head) {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, ZIP_HINT));
+    }
     let compression = sniff_compression(&head);
     let notes: Arc<Mutex<Vec<String>>> = Arc::default();
     let raw = io::Cursor::new(head).chain(inner);
@@ -199,7 +214,7 @@ pub fn plain_text_start(file: &std::fs::File) -> io::Result<Option<u64>> {
     }
     head.truncate(filled);
     let first = &head[..head.len().min(SNIFF)];
-    if sniff_compression(first) != Compression::None {
+    if sniff_compression(first) != Compression::None || is_zip(first) {
         return Ok(None);
     }
     let (encoding, bom) = sniff_encoding(first);
@@ -220,7 +235,8 @@ pub fn plain_text_start(file: &std::fs::File) -> io::Result<Option<u64>> {
 pub fn is_probably_log(path: &Path) -> bool {
     let Ok(mut f) = std::fs::File::open(path) else { return false };
     let Ok(head) = read_prefix(&mut f, SNIFF) else { return false };
-    if sniff_compression(&head) != Compression::None {
+    // A zip is taken, to be reported as unreadable with the hint to unzip it.
+    if sniff_compression(&head) != Compression::None || is_zip(&head) {
         return true;
     }
     let (enc, _) = sniff_encoding(&head);
@@ -410,6 +426,20 @@ mod tests {
         let s: String = (0..50_000).map(|i| if i % 7 == 0 { '😀' } else { 'a' }).collect();
         let d = decode(io::Cursor::new(utf16(&s, false, true))).unwrap();
         assert_eq!(all(d), s);
+    }
+
+    #[test]
+    fn encoding_names_are_the_documented_ones() {
+        let names: Vec<String> = [Encoding::Utf8, Encoding::Utf16Le, Encoding::Utf16Be].iter().map(|e| serde_json::to_string(e).unwrap()).collect();
+        assert_eq!(names, ["\"utf-8\"", "\"utf-16le\"", "\"utf-16be\""]);
+    }
+
+    #[test]
+    fn a_zip_says_to_unzip_it() {
+        let mut zip = b"PK\x03\x04\x14\x00\x00\x00\x08\x00".to_vec();
+        zip.extend_from_slice(&[0x55; 200]);
+        let e = decode(io::Cursor::new(zip)).err().expect("a zip is an error");
+        assert!(e.to_string().contains("unzip it"), "{e}");
     }
 
     #[test]

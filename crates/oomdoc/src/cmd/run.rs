@@ -312,7 +312,7 @@ pub fn run(args: RunArgs) -> u8 {
     match run_inner(args) {
         Ok(code) => code,
         Err((code, msg)) => {
-            eprintln!("oomdoc: {msg}");
+            eprintln!("oomdoc: {}", oomdoc_units::terminal::escape(&msg));
             code
         }
     }
@@ -552,7 +552,7 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
             (Ended::Signaled(s), true) => format!("被 {} 终止（状态 {code}）", signal_name(s)),
         };
         let mut err = io::stderr().lock();
-        let _ = writeln!(err, "\n── oomdoc: `{shown}` {how} ──");
+        let _ = writeln!(err, "\n── oomdoc: `{}` {how} ──", oomdoc_units::terminal::escape(&shown));
         let _ = err.write_all(render::text(&report, args.lang, color).as_bytes());
         if let Some((dir, true)) = &dump_dir {
             let _ = writeln!(err, "XLA dump kept in {}", dir.display());
@@ -560,7 +560,7 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
         let _ = err.flush();
     }
     if let Some(n) = note {
-        eprintln!("oomdoc: {n}");
+        eprintln!("oomdoc: {}", oomdoc_units::terminal::escape(&n));
     }
     if let Some((dir, false)) = &dump_dir {
         let _ = std::fs::remove_dir_all(dir);
