@@ -270,3 +270,30 @@ fn follow_is_bounded_on_a_long_line() {
     // It held far less than the line: kept head and tail are 1 MiB, reads 1 MiB at a time.
     assert!(hwm < 48 * 1024, "peak RSS {hwm} KiB for a 64 MiB line");
 }
+
+/// Me10/Me11: op names holding escape sequences (a `jax.named_scope`, or a dump someone
+/// sent) reach neither the text report nor the HTML file.
+#[test]
+fn memory_op_names_are_cleaned_in_text_and_html() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../memory/tests/fixtures/mlp_train_step/module_0034.jit_mlp_train_step.cpu_after_optimizations.hlo.pb");
+    let b = std::fs::read(&src).unwrap();
+    // Same length, so the proto stays valid.
+    let (old, new) = (&b"transpose(jvp())"[..], &b"\x1b]0;PWNED\x07\x1b[2J\xc2\x9b"[..]);
+    assert_eq!(old.len(), new.len());
+    let at = b.windows(old.len()).position(|w| w == old).expect("op name in the fixture");
+    let mut patched = b.clone();
+    patched[at..at + old.len()].copy_from_slice(new);
+    let d = temp_dir("memory-inject");
+    std::fs::write(d.join(src.file_name().unwrap()), &patched).unwrap();
+    let out = oomdoc(&["memory", d.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("Module"), "{s}");
+    assert_eq!(unsafe_chars(&s), Vec::<String>::new(), "{s}");
+    let html = d.join("report.html");
+    let out = oomdoc(&["memory", d.join(src.file_name().unwrap()).to_str().unwrap(), "--format", "html", "-o", html.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let h = std::fs::read_to_string(&html).unwrap();
+    assert!(h.contains("<html"));
+    assert_eq!(unsafe_chars(&h.replace('\r', "")), Vec::<String>::new());
+}
