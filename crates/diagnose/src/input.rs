@@ -247,6 +247,36 @@ pub fn is_probably_log(path: &Path) -> bool {
     !head.contains(&0) && control * 100 <= head.len().max(1)
 }
 
+/// At most `max` bytes of a stream; one more is an error of kind
+/// [`io::ErrorKind::FileTooLarge`] (not a silent cut: the rest may hold the failure).
+pub struct AtMost<R> {
+    inner: R,
+    left: u64,
+    max: u64,
+}
+
+impl<R> AtMost<R> {
+    pub fn new(inner: R, max: u64) -> Self {
+        AtMost { inner, left: max, max }
+    }
+}
+
+impl<R: Read> Read for AtMost<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        // One byte past the limit tells "exactly max" from "more".
+        let want = buf.len().min(usize::try_from(self.left.saturating_add(1)).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        if n as u64 > self.left {
+            return Err(io::Error::new(io::ErrorKind::FileTooLarge, format!("the log decompresses to more than {} bytes", self.max)));
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
 /// Reads carriage returns as line feeds.
 struct CrToLf<R>(R);
 
@@ -432,6 +462,19 @@ mod tests {
     fn encoding_names_are_the_documented_ones() {
         let names: Vec<String> = [Encoding::Utf8, Encoding::Utf16Le, Encoding::Utf16Be].iter().map(|e| serde_json::to_string(e).unwrap()).collect();
         assert_eq!(names, ["\"utf-8\"", "\"utf-16le\"", "\"utf-16be\""]);
+    }
+
+    #[test]
+    fn at_most_counts_decompressed_bytes() {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(&vec![b'x'; 1 << 20]).unwrap();
+        let gz = gz.finish().unwrap();
+        let d = decode(io::Cursor::new(gz)).unwrap();
+        let e = io::copy(&mut AtMost::new(d.reader, 100_000), &mut io::sink()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::FileTooLarge);
+        let mut exact = String::new();
+        AtMost::new(io::Cursor::new(b"abc".to_vec()), 3).read_to_string(&mut exact).unwrap();
+        assert_eq!(exact, "abc");
     }
 
     #[test]

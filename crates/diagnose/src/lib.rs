@@ -56,6 +56,10 @@ pub struct Options {
     pub threads: usize,
     /// Facts from the running program (the Python package's `diagnose_exception`).
     pub facts: Option<live::LiveFacts>,
+    /// Most bytes of text a log may decode to (after decompression): past it the read
+    /// fails with [`std::io::ErrorKind::FileTooLarge`]. A server sets its log limit here,
+    /// so a 1 MB zstd body cannot become 10 GiB of work; None reads to the end.
+    pub max_text_bytes: Option<u64>,
 }
 
 /// Distinct non-fatal findings kept (warnings, recognized non-memory errors); past
@@ -70,7 +74,10 @@ const MAX_FATAL: usize = 5000;
 pub fn diagnose_reader<R: Read>(reader: R, opts: &Options) -> std::io::Result<Report> {
     let decoded = input::decode(reader)?;
     let info = decoded.info.clone();
-    let mut report = diagnose_decoded(decoded.reader, opts)?;
+    let mut report = match opts.max_text_bytes {
+        Some(max) => diagnose_decoded(input::AtMost::new(decoded.reader, max), opts)?,
+        None => diagnose_decoded(decoded.reader, opts)?,
+    };
     if (info.compression, info.encoding, info.cr_only) != (input::Compression::None, input::Encoding::Utf8, false) {
         report.input = Some(InputFormat { compression: info.compression, encoding: info.encoding, cr_only: info.cr_only });
     }

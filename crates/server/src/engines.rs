@@ -72,10 +72,15 @@ fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, EngineError> {
 
 /// `oomdoc diagnose --format json`. Invalid UTF-8 is the engine's business (it reads bytes).
 pub fn diagnose(log: &[u8], lang: Lang) -> Result<Value, EngineError> {
-    let opts = oomdoc_diagnose::Options { lang, ..Default::default() };
+    // A compressed body is held to the log limit once decompressed too (a 1 MB zstd body
+    // can hold 10 GiB of text).
+    let opts = oomdoc_diagnose::Options { lang, max_text_bytes: crate::limits::text_limit(), ..Default::default() };
     // The scan stops at its next read once the request is cancelled (timeout, client gone).
     let reader = crate::limits::CancelReader { inner: log, cancel: crate::limits::current().unwrap_or_default() };
-    let report = oomdoc_diagnose::diagnose_reader(reader, &opts).map_err(|e| EngineError::BadInput(e.to_string()))?;
+    let report = oomdoc_diagnose::diagnose_reader(reader, &opts).map_err(|e| match e.kind() {
+        std::io::ErrorKind::FileTooLarge => EngineError::TooLarge(format!("{e}, this server's log limit (--max-log-mib); decompress it and send the part around the failure")),
+        _ => EngineError::BadInput(e.to_string()),
+    })?;
     to_value(&report)
 }
 

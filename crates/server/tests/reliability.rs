@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{multipart, request, TestServer};
+use common::{multipart, TestServer};
 use oomdoc_server::Engines;
 use std::io::Write;
 
@@ -32,4 +32,22 @@ fn a_gzip_dump_expands_only_within_its_reservation() {
     assert!(limit <= 32 << 20, "{msg}");
     // Never the server's own paths.
     assert!(!msg.contains(temp.path().to_str().unwrap()) && !msg.contains("oomdoc-dump-"), "{msg}");
+}
+
+/// S15–S17: a compressed log body is held to `--max-log-mib` once decompressed, not only
+/// as sent (a 337 KB zstd body was scanned as 10 GiB).
+#[test]
+fn a_compressed_log_body_is_held_to_the_log_limit_once_decompressed() {
+    let s = TestServer::start_with(Engines::default(), |c| c.limits.log_bytes = 1 << 20);
+    let line = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB.\n";
+    let big = gzip(line.repeat((8 << 20) / line.len()).as_bytes());
+    assert!(big.len() < 1 << 20);
+    let r = s.post("/api/v1/diagnose", "text/plain", &big);
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert!(r.text().contains("decompresses to more than 1048576 bytes"), "{}", r.text());
+    // Within the limit once decompressed: diagnosed as before.
+    let small = gzip(line.as_bytes());
+    let r = s.post("/api/v1/diagnose", "text/plain", &small);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["findings"][0]["id"], "pytorch.cuda-oom");
 }
