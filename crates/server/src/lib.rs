@@ -12,6 +12,7 @@ pub mod db;
 pub mod engines;
 pub mod error;
 pub mod feedback;
+pub mod host;
 pub mod html;
 pub mod kb_query;
 pub mod retention;

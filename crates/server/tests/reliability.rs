@@ -8,6 +8,21 @@ use common::{multipart, TestServer};
 use oomdoc_server::Engines;
 use std::io::Write;
 
+/// A request whose `Host` header is the one in `headers` (the common helper sends the
+/// server's address).
+fn request_with_host(addr: std::net::SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> common::Resp {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(60))).unwrap();
+    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    common::read_response(&mut s)
+}
+
 fn gzip(data: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     e.write_all(data).unwrap();
@@ -50,4 +65,37 @@ fn a_compressed_log_body_is_held_to_the_log_limit_once_decompressed() {
     let r = s.post("/api/v1/diagnose", "text/plain", &small);
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["findings"][0]["id"], "pytorch.cuda-oom");
+}
+
+/// S9: DNS rebinding. A page whose name was re-pointed at 127.0.0.1 sends same-origin
+/// requests with its own name in `Host`: refused, on a default server and with
+/// `--public-origin`; loopback names and the configured names still work.
+#[test]
+fn requests_for_another_host_name_are_refused() {
+    for public in [false, true] {
+        let s = TestServer::start_with(Engines::default(), |c| {
+            if public {
+                c.origin_policy.public_origins = vec!["https://oomdoc.example.internal".into()];
+            }
+        });
+        let port = s.addr().port();
+        let evil = format!("attacker.example:{port}");
+        let headers = [("Host", evil.as_str()), ("Origin", "http://attacker.example"), ("Sec-Fetch-Site", "same-origin"), ("Content-Type", "application/json")];
+        let body = br#"{"entry":"pytorch.cuda-oom","fix":"expandable-segments","outcome":"worked"}"#;
+        let r = request_with_host(s.addr(), "POST", "/api/v1/feedback", &headers, body);
+        assert_eq!(r.status, 403, "{}", r.text());
+        assert!(r.text().contains("--allowed-host attacker.example"), "{}", r.text());
+        let r = request_with_host(s.addr(), "GET", "/healthz", &[("Host", evil.as_str())], b"");
+        assert_eq!(r.status, 403);
+        for ok in [format!("localhost:{port}"), format!("127.0.0.1:{port}"), format!("[::1]:{port}")] {
+            let r = request_with_host(s.addr(), "GET", "/healthz", &[("Host", ok.as_str())], b"");
+            assert_eq!(r.status, 200, "{ok}: {}", r.text());
+        }
+        if public {
+            let r = request_with_host(s.addr(), "GET", "/healthz", &[("Host", "oomdoc.example.internal")], b"");
+            assert_eq!(r.status, 200);
+        }
+    }
+    let s = TestServer::start_with(Engines::default(), |c| c.origin_policy.allowed_hosts = vec!["devbox".into()]);
+    assert_eq!(request_with_host(s.addr(), "GET", "/healthz", &[("Host", "devbox:1")], b"").status, 200);
 }
