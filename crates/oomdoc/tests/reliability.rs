@@ -301,3 +301,224 @@ fn memory_op_names_are_cleaned_in_text_and_html() {
     assert!(h.contains("<html"));
     assert_eq!(unsafe_chars(&h.replace('\r', "")), Vec::<String>::new());
 }
+
+// ------------------------------------------------------------------------------ run
+
+fn run_oomdoc() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_oomdoc"));
+    c.env("NO_COLOR", "1").stdin(Stdio::null());
+    c
+}
+
+/// `child`'s output, or None when it had to be killed after `limit` (a hang guard).
+fn wait_within(child: std::process::Child, limit: Duration) -> Option<Output> {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => Some(out.unwrap()),
+        Err(_) => {
+            unsafe { libc_kill(pid as i32, 9) };
+            None
+        }
+    }
+}
+
+fn children_of(pid: u32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default().split_whitespace().filter_map(|p| p.parse().ok()).collect()
+}
+
+/// R5: the job is stopped and resumed from outside (a scheduler's suspend/resume); oomdoc
+/// neither stops itself nor loses the output after the stop.
+#[test]
+fn run_survives_the_job_being_stopped_and_resumed() {
+    let child = run_oomdoc()
+        .args(["run", "--no-pty", "--", "sh", "-c", "i=0; while [ $i -lt 6 ]; do echo tick $i; sleep 0.3; i=$((i+1)); done; exit 0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let oomdoc_pid = child.id();
+    let mut job = Vec::new();
+    for _ in 0..100 {
+        job = children_of(oomdoc_pid);
+        if !job.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let job = *job.first().expect("the job started");
+    std::thread::sleep(Duration::from_millis(400));
+    unsafe { libc_kill(job, 19) }; // SIGSTOP
+    std::thread::sleep(Duration::from_millis(500));
+    unsafe { libc_kill(job, 18) }; // SIGCONT
+    let out = wait_within(child, Duration::from_secs(120)).expect("oomdoc ended (it used to stop itself for good)");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let o = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(o.lines().count(), 6, "{o}");
+}
+
+/// R1: a process the job started outlives it and keeps writing: its lines pass through and
+/// its failure is diagnosed; oomdoc ends when it closes the output.
+#[test]
+fn run_passes_through_output_of_processes_that_outlive_the_job() {
+    let cmd = format!("(for i in 1 2 3; do echo \"late line $i\"; sleep 1; done; echo '{OOM}' >&2) & echo started; exit 1");
+    let out = run_oomdoc().env("OOMDOC_RUN_DRAIN_GRACE_MS", "60000").args(["run", "--no-pty", "--", "sh", "-c", &cmd]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let o = String::from_utf8_lossy(&out.stdout);
+    let mut lines: Vec<&str> = o.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["late line 1", "late line 2", "late line 3", "started"], "{o}");
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("pytorch.cuda-oom"), "the late failure is diagnosed: {e}");
+    assert!(!e.contains("still holds its output open"), "{e}");
+}
+
+/// The drain is bounded: a silent process holding the output open gets the grace, then a
+/// note says its later output is not shown.
+#[test]
+fn run_stops_draining_a_silent_process_with_a_note() {
+    let out = run_oomdoc()
+        .env("OOMDOC_RUN_DRAIN_GRACE_MS", "300")
+        .args(["run", "--no-pty", "--", "sh", "-c", "(sleep 30; echo never) & echo started; exit 1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "started\n");
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("still holds its output open"), "{e}");
+}
+
+/// R8, R9, R10: the report path is checked before the job runs, and the job's own log is
+/// never replaced by the report.
+#[test]
+fn run_report_never_replaces_the_jobs_log() {
+    let d = temp_dir("run-report");
+    let marker = d.join("ran");
+    let touch = format!("touch '{}'; exit 1", marker.display());
+    // A directory that does not exist: refused before the job.
+    let bad = d.join("no/such/dir/r.json");
+    let out = run_oomdoc().arg("run").arg("--report").arg(&bad).args(["--", "sh", "-c", &touch]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write the report"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!marker.exists(), "the job did not run");
+    // The job's stdout goes to the report path: refused before the job.
+    let log = d.join("out.log");
+    std::fs::write(&log, "").unwrap();
+    let out = run_oomdoc()
+        .arg("run")
+        .arg("--report")
+        .arg(&log)
+        .args(["--", "sh", "-c", &touch])
+        .stdout(std::fs::File::create(&log).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("standard output goes to this file"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!marker.exists());
+    // Through a hard link too.
+    let link = d.join("hard.json");
+    std::fs::hard_link(&log, &link).unwrap();
+    let out = run_oomdoc().arg("run").arg("--report").arg(&link).args(["--", "true"]).stdout(std::fs::OpenOptions::new().append(true).open(&log).unwrap()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    // The job writes its log to the report path: the log is kept, the report not written.
+    let job_log = d.join("job.log");
+    let cmd = format!("echo step 1 >> '{0}'; echo '{OOM}' >> '{0}'; exit 1", job_log.display());
+    let out = run_oomdoc().arg("run").arg("--report").arg(&job_log).args(["--", "sh", "-c", &cmd]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let kept = std::fs::read_to_string(&job_log).unwrap();
+    assert!(kept.contains("OutOfMemoryError"), "the job's log is intact: {kept}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the report was not written"), "{}", String::from_utf8_lossy(&out.stderr));
+    // An ordinary report path still gets the report.
+    let rep = d.join("r.json");
+    let out = run_oomdoc().arg("run").arg("--report").arg(&rep).args(["--", "sh", "-c", "exit 3"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&rep).unwrap()).unwrap();
+    assert_eq!(v["exit_status"], 3);
+}
+
+/// W7: a SIGKILL with no kernel evidence of an OOM kill says so, and what to check.
+#[test]
+fn run_sigkill_without_memory_evidence_says_so() {
+    let d = temp_dir("run-kill");
+    let rep = d.join("r.json");
+    let out = run_oomdoc().arg("run").arg("--report").arg(&rep).args(["--", "sh", "-c", "echo working; kill -9 $$"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(137));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&rep).unwrap()).unwrap();
+    let f = &v["findings"][0];
+    assert_eq!(f["confidence"], "likely", "{f}");
+    let h = f["headline"].as_str().unwrap();
+    assert!(h.starts_with("killed by SIGKILL; no memory evidence"), "{h}");
+    assert!(h.contains("dmesg") && h.contains("memory.events"), "{h}");
+}
+
+/// A memory cgroup of `limit` bytes where the test may make one (root, writable cgroup v1
+/// memory controller or v2); None otherwise.
+fn small_cgroup(limit: u64) -> Option<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let name = format!("oomdoc-rel-{}", std::process::id());
+    for l in text.lines() {
+        let mut parts = l.splitn(3, ':');
+        let (_, ctrl, rel) = (parts.next()?, parts.next()?, parts.next()?);
+        let rel = rel.trim_start_matches('/');
+        let (dir, file) = if ctrl.split(',').any(|c| c == "memory") {
+            (Path::new("/sys/fs/cgroup/memory").join(rel).join(&name), "memory.limit_in_bytes")
+        } else if ctrl.is_empty() && Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+            (Path::new("/sys/fs/cgroup").join(rel).join(&name), "memory.max")
+        } else {
+            continue;
+        };
+        if std::fs::create_dir(&dir).is_err() {
+            continue;
+        }
+        if std::fs::write(dir.join(file), limit.to_string()).is_err() {
+            let _ = std::fs::remove_dir(&dir);
+            continue;
+        }
+        let _ = std::fs::write(dir.join("memory.swappiness"), "0");
+        return Some(dir);
+    }
+    None
+}
+
+/// R12: another process in the job's cgroup is OOM-killed while the job fails for its own
+/// reason: the job is not blamed (no host.oom-killer finding), and a note says what happened.
+#[test]
+fn run_does_not_blame_the_job_for_another_process_oom_kill() {
+    let Some(cg) = small_cgroup(64 << 20) else {
+        eprintln!("skipped: cannot create a memory cgroup here (needs root and a writable cgroup filesystem)");
+        return;
+    };
+    if Command::new("python3").arg("-c").arg("pass").status().map(|s| !s.success()).unwrap_or(true) {
+        eprintln!("skipped: python3 is not installed");
+        let _ = std::fs::remove_dir(&cg);
+        return;
+    }
+    let d = temp_dir("run-shared-cgroup");
+    let rep = d.join("r.json");
+    let procs = cg.join("cgroup.procs");
+    // The unrelated hog joins the cgroup and is killed half a second into the job's run.
+    let hog = format!("echo $$ > '{}'; exec python3 -c 'import time; time.sleep(0.5); x = bytearray(400 << 20)'", procs.display());
+    let mut hog = Command::new("sh").arg("-c").arg(&hog).stderr(Stdio::null()).spawn().unwrap();
+    let job = format!(
+        "echo $$ > '{}' && exec '{}' run --no-pty --report '{}' -- sh -c 'echo \"ValueError: bad config key lr\" >&2; sleep 2; exit 1'",
+        procs.display(),
+        env!("CARGO_BIN_EXE_oomdoc"),
+        rep.display()
+    );
+    let out = Command::new("sh").arg("-c").arg(&job).env("NO_COLOR", "1").output().unwrap();
+    let hog_status = hog.wait().unwrap();
+    let _ = std::fs::remove_dir(&cg);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    if hog_status.code().is_some() {
+        eprintln!("skipped: the hog was not OOM-killed here ({hog_status})");
+        return;
+    }
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&rep).unwrap()).unwrap();
+    let ids: Vec<&str> = v["findings"].as_array().unwrap().iter().filter_map(|f| f["id"].as_str()).collect();
+    assert!(!ids.contains(&"host.oom-killer"), "the job is not blamed: {v}");
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("not part of"), "{notes}");
+}
