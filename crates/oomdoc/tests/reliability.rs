@@ -522,3 +522,162 @@ fn run_does_not_blame_the_job_for_another_process_oom_kill() {
     let notes = v["notes"].to_string();
     assert!(notes.contains("not part of"), "{notes}");
 }
+
+// ------------------------------------------------------------------------------ mcp
+
+/// `oomdoc mcp ARGS` with its replies read on a thread (so a blocked server cannot block the test).
+struct Mcp {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    replies: std::sync::mpsc::Receiver<Value>,
+}
+
+impl Mcp {
+    fn start(args: &[&str]) -> Mcp {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_oomdoc"))
+            .arg("mcp")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let _ = tx.send(serde_json::from_str(&line).unwrap_or(Value::Null));
+            }
+        });
+        Mcp { child, stdin, replies: rx }
+    }
+
+    fn send(&mut self, v: Value) {
+        let s = self.stdin.as_mut().unwrap();
+        s.write_all(format!("{v}\n").as_bytes()).unwrap();
+        s.flush().unwrap();
+    }
+
+    /// The next reply, within a hang guard.
+    fn recv(&self) -> Value {
+        self.replies.recv_timeout(Duration::from_secs(120)).expect("a reply (the server is not blocked)")
+    }
+
+    fn call(&mut self, id: u64, tool: &str, args: Value) -> Value {
+        self.send(serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": args}}));
+        let r = self.recv();
+        assert_eq!(r["id"], id, "{r}");
+        r["result"].clone()
+    }
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// M16, M17: a device or FIFO path is refused at once instead of blocking the server.
+#[test]
+fn mcp_refuses_devices_and_fifos() {
+    let d = temp_dir("mcp-fifo");
+    let fifo = d.join("pipe.log");
+    mkfifo(&fifo);
+    std::os::unix::fs::symlink("/dev/zero", d.join("zero.log")).unwrap();
+    let mut m = Mcp::start(&[]);
+    for (i, p) in [fifo.clone(), PathBuf::from("/dev/zero"), d.join("zero.log")].iter().enumerate() {
+        let r = m.call(i as u64 + 1, "diagnose", serde_json::json!({"paths": [p]}));
+        assert_eq!(r["isError"], true, "{r}");
+        assert!(r.to_string().contains("not a regular file"), "{r}");
+    }
+    let r = m.call(9, "memory", serde_json::json!({"dump": "/dev/zero"}));
+    assert_eq!(r["isError"], true, "{r}");
+    // The directory holding them is read, skipping both.
+    std::fs::write(d.join("a.log"), format!("{OOM}\n")).unwrap();
+    let r = m.call(10, "diagnose", serde_json::json!({"paths": [d]}));
+    assert_eq!(r["structuredContent"]["findings"][0]["id"], "pytorch.cuda-oom", "{r}");
+}
+
+/// M16, M18: calls run beside the reader: `ping` is answered while a call runs, and a
+/// cancelled call's result is never sent.
+#[test]
+fn mcp_answers_while_a_call_runs_and_drops_a_cancelled_result() {
+    let d = temp_dir("mcp-cancel");
+    // A log that takes a while to scan in a debug build: many distinct failures.
+    let mut log = String::new();
+    for i in 0..1_000 {
+        log.push_str(&format!("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {}.00 MiB.\n", i + 1));
+    }
+    std::fs::write(d.join("big.log"), &log).unwrap();
+    let mut m = Mcp::start(&[]);
+    m.send(serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "diagnose", "arguments": {"paths": [d.join("big.log")]}}}));
+    m.send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "timeout"}}));
+    m.send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}));
+    assert_eq!(m.recv()["id"], 2, "ping answered first");
+    // A second call runs and answers while the first is still going or done.
+    let r = m.call(3, "explain", serde_json::json!({"id": "E1001"}));
+    assert_eq!(r["isError"], false);
+    // Closing stdin lets the running call finish; its result is not sent.
+    drop(m.stdin.take());
+    let rest: Vec<Value> = m.replies.iter().collect();
+    assert!(rest.iter().all(|r| r["id"] != 1), "{rest:?}");
+}
+
+/// M10: the rest of an oversized line is skipped a buffer at a time, not buffered.
+#[test]
+fn mcp_skips_an_oversized_line_without_keeping_it() {
+    let mut m = Mcp::start(&[]);
+    let pid = m.child.id();
+    {
+        let s = m.stdin.as_mut().unwrap();
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..192 {
+            s.write_all(&chunk).unwrap();
+        }
+        s.write_all(b"\n").unwrap();
+    }
+    assert_eq!(m.recv()["error"]["code"], -32700);
+    m.send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}));
+    assert_eq!(m.recv()["id"], 2);
+    let hwm = vm_hwm_kib(pid);
+    // The first 64 MiB are read to tell the line is too long; the other 128 MiB are not kept.
+    assert!(hwm < 128 * 1024, "peak RSS {hwm} KiB for a 192 MiB line");
+}
+
+/// M12, M13, problem 21: `--root` confines what the tools read, links included.
+#[test]
+fn mcp_root_confines_paths() {
+    let d = temp_dir("mcp-root");
+    let root = d.join("logs");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("a.log"), format!("{OOM}\n")).unwrap();
+    std::fs::write(d.join("secret.log"), format!("{OOM}\n")).unwrap();
+    std::os::unix::fs::symlink("../secret.log", root.join("b.log")).unwrap();
+    let mut m = Mcp::start(&["--root", root.to_str().unwrap()]);
+    let r = m.call(1, "diagnose", serde_json::json!({"paths": [d.join("secret.log")]}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r.to_string().contains("outside the directory"), "{r}");
+    let r = m.call(2, "diagnose", serde_json::json!({"paths": [root.join("b.log")]}));
+    assert_eq!(r["isError"], true, "a link out of the root: {r}");
+    let r = m.call(3, "diagnose", serde_json::json!({"paths": [root]}));
+    let v = &r["structuredContent"];
+    assert_eq!(v["files_scanned"], 1, "only a.log; the link out is not followed: {v}");
+    assert!(v["unreadable"].to_string().contains("b.log"), "{v}");
+    let r = m.call(4, "memory", serde_json::json!({"dump": d}));
+    assert_eq!(r["isError"], true, "{r}");
+}
+
+/// Me7, problem 18: `oomdoc memory X.hlo.pb` where X is a link to /dev/zero is refused,
+/// not read without end.
+#[test]
+fn memory_refuses_a_device_named_like_a_dump() {
+    let d = temp_dir("memory-devzero");
+    let p = d.join("module_0001.jit_f.cpu_after_optimizations.hlo.pb");
+    std::os::unix::fs::symlink("/dev/zero", &p).unwrap();
+    let out = oomdoc_within(&["memory", p.to_str().unwrap()], Duration::from_secs(120)).expect("returned");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a regular file"), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -161,7 +161,7 @@ fn display_name(input: &Input) -> String {
 }
 
 /// Every file under `dir`, sorted, skipping binary files; unreadable directories are noted.
-fn walk(dir: &Path, files: &mut Vec<PathBuf>, unreadable: &mut Vec<Unreadable>, skipped: &mut usize) {
+fn walk(dir: &Path, files: &mut Vec<PathBuf>, unreadable: &mut Vec<Unreadable>, skipped: &mut usize, root: Option<&Path>) {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) => {
@@ -175,8 +175,15 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, unreadable: &mut Vec<Unreadable>, 
         // Symlinked directories are not followed (no loops); symlinked files are read.
         let Ok(meta) = std::fs::symlink_metadata(&p) else { continue };
         if meta.is_dir() {
-            walk(&p, files, unreadable, skipped);
+            walk(&p, files, unreadable, skipped, root);
             continue;
+        }
+        // Confined (`oomdoc mcp --root`): a link that leads outside is not followed.
+        if let (Some(root), true) = (root, meta.file_type().is_symlink()) {
+            if !std::fs::canonicalize(&p).is_ok_and(|real| real.starts_with(root)) {
+                unreadable.push(Unreadable { file: p.display().to_string(), error: "a link that leads outside the directory this server may read".into() });
+                continue;
+            }
         }
         // What a link points to, stat'ed without opening it: opening a FIFO with no writer
         // blocks, and a device never ends. Only regular files are read.
@@ -206,6 +213,11 @@ fn many(args: &DiagnoseArgs, opts: &Options) -> Result<Report, CliError> {
 /// gives its own report; several, or a directory, the merged report. Unreadable files are
 /// noted on stderr and in `unreadable`; an error only when nothing could be read.
 pub fn diagnose_paths(logs: &[PathBuf], opts: &Options, jobs: Option<usize>) -> Result<Report, CliError> {
+    diagnose_paths_within(logs, opts, jobs, None)
+}
+
+/// [`diagnose_paths`], reading nothing outside `root` through links in directories.
+pub fn diagnose_paths_within(logs: &[PathBuf], opts: &Options, jobs: Option<usize>, root: Option<&Path>) -> Result<Report, CliError> {
     if let [p] = logs {
         if p.as_os_str() != "-" && !p.is_dir() {
             return read_one(&Input::File(p.clone()), opts).map_err(|e| CliError::usage(e.error));
@@ -223,7 +235,7 @@ pub fn diagnose_paths(logs: &[PathBuf], opts: &Options, jobs: Option<usize>) -> 
             }
         } else if p.is_dir() {
             let mut files = Vec::new();
-            walk(p, &mut files, &mut unreadable, &mut skipped);
+            walk(p, &mut files, &mut unreadable, &mut skipped, root);
             inputs.extend(files.into_iter().map(Input::File));
         } else if p.exists() || std::fs::symlink_metadata(p).is_ok() {
             inputs.push(Input::File(p.clone()));
