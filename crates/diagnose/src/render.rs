@@ -40,7 +40,8 @@ fn text_unchecked(report: &Report, lang: Lang, color: bool) -> String {
     let w = words(lang);
     let mut out = String::new();
     if report.findings.is_empty() {
-        let _ = writeln!(out, "{}{}{} ({} {})", st.dim, w[7], st.reset, report.lines_scanned, w[6]);
+        let lines = if report.lines_scanned == 1 { w[5] } else { w[6] };
+        let _ = writeln!(out, "{}{}{} ({} {lines})", st.dim, w[7], st.reset, report.lines_scanned);
     }
     for (i, f) in report.findings.iter().enumerate() {
         if i > 0 {

@@ -681,3 +681,78 @@ fn memory_refuses_a_device_named_like_a_dump() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a regular file"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+// ------------------------------------------------------------------------------ small miscounts
+
+/// P1: "1 line", not "1 lines".
+#[test]
+fn one_line_is_singular() {
+    let d = temp_dir("plural");
+    std::fs::write(d.join("one.log"), "step 1\n").unwrap();
+    let out = oomdoc(&["diagnose", d.join("one.log").to_str().unwrap()]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "no accelerator memory failure found (1 line)");
+}
+
+/// D49: a closed standard input is an error, not an empty log.
+#[test]
+fn closed_stdin_is_an_error() {
+    let out = std::process::Command::new("sh").arg("-c").arg(format!("exec '{}' diagnose <&-", env!("CARGO_BIN_EXE_oomdoc"))).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("standard input is closed"), "{}", String::from_utf8_lossy(&out.stderr));
+    // /dev/null likewise (Rust opens a closed descriptor 0 on it at start).
+    let out = Command::new(env!("CARGO_BIN_EXE_oomdoc")).arg("diagnose").stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// D46: the same log given twice, or reached through a link too, is read once.
+#[test]
+fn the_same_file_twice_is_read_once() {
+    let d = temp_dir("dup");
+    std::fs::write(d.join("one.log"), format!("{OOM}\n")).unwrap();
+    std::os::unix::fs::symlink("one.log", d.join("link.log")).unwrap();
+    let one = d.join("one.log");
+    for args in [vec![one.to_str().unwrap(), one.to_str().unwrap()], vec![d.to_str().unwrap()]] {
+        let mut a = vec!["diagnose", "--format", "json"];
+        a.extend(args);
+        let v: Value = serde_json::from_slice(&oomdoc(&a).stdout).unwrap();
+        assert_eq!(v["findings"][0]["occurrences"], 1, "{v}");
+        assert_eq!(v["files_scanned"], 1, "{v}");
+    }
+}
+
+/// D17: a log whose path is too long to open is listed as unreadable, not skipped silently.
+#[test]
+fn too_long_paths_are_listed() {
+    let d = temp_dir("deep");
+    // Past PATH_MAX (4096), made one relative step at a time by a shell.
+    let name = "d".repeat(200);
+    // (A relative chdir per level: shells keep the whole path and refuse past PATH_MAX.)
+    let script = format!("import os\nos.chdir({:?})\nfor _ in range(25):\n    os.mkdir({name:?}); os.chdir({name:?})\nopen('x.log', 'w').write({OOM:?} + '\\n')\n", d.display().to_string());
+    match Command::new("python3").arg("-c").arg(&script).status() {
+        Ok(s) if s.success() => {}
+        _ => {
+            eprintln!("skipped: python3 is needed to make a path longer than PATH_MAX");
+            return;
+        }
+    }
+    std::fs::write(d.join("ok.log"), "step\n").unwrap();
+    let out = oomdoc(&["diagnose", d.to_str().unwrap(), "--format", "json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert!(v["unreadable"].as_array().is_some_and(|u| !u.is_empty()) || !v["findings"].as_array().unwrap().is_empty(), "the deep log is read or listed: {v}");
+}
+
+/// Me13: `memory -o` through a hard link to a file inside the input directory is refused.
+#[test]
+fn memory_output_through_a_hard_link_is_refused() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../memory/tests/fixtures/mlp_train_step/module_0034.jit_mlp_train_step.cpu_after_optimizations.hlo.pb");
+    let d = temp_dir("memory-hardlink");
+    let dump = d.join("dump");
+    std::fs::create_dir(&dump).unwrap();
+    std::fs::copy(&src, dump.join(src.file_name().unwrap())).unwrap();
+    let out_path = d.join("hard.html");
+    std::fs::hard_link(dump.join(src.file_name().unwrap()), &out_path).unwrap();
+    let before = std::fs::read(&out_path).unwrap();
+    let out = oomdoc(&["memory", dump.to_str().unwrap(), "--format", "html", "-o", out_path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(&out_path).unwrap(), before, "the input is intact");
+}

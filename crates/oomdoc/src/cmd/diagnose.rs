@@ -126,6 +126,7 @@ fn read_one(input: &Input, opts: &Options) -> Result<Report, Unreadable> {
     let fail = |e: io::Error| Unreadable { file: input.name(), error: format!("cannot read {}: {e}", display_name(input)) };
     match input {
         Input::Stdin => {
+            check_stdin().map_err(fail)?;
             widen_stdin_pipe();
             diagnose_reader(io::stdin().lock(), opts).map_err(fail)
         }
@@ -136,6 +137,24 @@ fn read_one(input: &Input, opts: &Options) -> Result<Report, Unreadable> {
             diagnose_file(r, opts).map_err(fail)
         }
     }
+}
+
+/// Standard input must be open (`oomdoc diagnose <&-` is an error, not an empty log); on a
+/// terminal, a line on stderr says what oomdoc is waiting for.
+fn check_stdin() -> io::Result<()> {
+    // Rust's runtime opens a closed descriptor 0 on /dev/null at start: both mean no log.
+    // SAFETY: fcntl and fstat only ask about descriptor 0.
+    let closed = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::fcntl(0, libc::F_GETFD) < 0 || (libc::fstat(0, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFCHR && st.st_rdev == libc::makedev(1, 3))
+    };
+    if closed {
+        return Err(io::Error::new(io::ErrorKind::NotFound, "standard input is closed (or /dev/null); give a log file or pipe the log in"));
+    }
+    if io::stdin().is_terminal() {
+        eprintln!("oomdoc: reading the log from standard input (paste it, then Ctrl-D; or give a file: oomdoc diagnose train.log)");
+    }
+    Ok(())
 }
 
 /// A log piped in (`cat train.log | oomdoc diagnose -`) moves through the pipe's buffer,
@@ -173,7 +192,14 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, unreadable: &mut Vec<Unreadable>, 
     paths.sort();
     for p in paths {
         // Symlinked directories are not followed (no loops); symlinked files are read.
-        let Ok(meta) = std::fs::symlink_metadata(&p) else { continue };
+        let meta = match std::fs::symlink_metadata(&p) {
+            Ok(m) => m,
+            // A path too long for the system, and the like: listed, never silently left out.
+            Err(e) => {
+                unreadable.push(Unreadable { file: p.display().to_string(), error: e.to_string() });
+                continue;
+            }
+        };
         if meta.is_dir() {
             walk(&p, files, unreadable, skipped, root);
             continue;
@@ -243,8 +269,21 @@ pub fn diagnose_paths_within(logs: &[PathBuf], opts: &Options, jobs: Option<usiz
             return Err(CliError::usage(format!("cannot read {}: no such file or directory", p.display())));
         }
     }
+    // The same file named twice, or reached through a link as well: read once.
+    {
+        use std::os::unix::fs::MetadataExt;
+        let mut seen = HashSet::new();
+        inputs.retain(|i| match i {
+            Input::File(p) => std::fs::metadata(p).map_or(true, |m| seen.insert((m.dev(), m.ino()))),
+            Input::Stdin => true,
+        });
+    }
     if inputs.is_empty() {
-        let why = if skipped > 0 { format!(" ({skipped} binary files skipped)") } else { String::new() };
+        let why = match skipped {
+            0 => String::new(),
+            1 => " (1 binary file skipped)".to_string(),
+            n => format!(" ({n} binary files skipped)"),
+        };
         return Err(CliError::usage(format!("no log files found in {}{why}", logs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))));
     }
     let total = inputs.len() + unreadable.len();

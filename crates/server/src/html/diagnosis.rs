@@ -172,7 +172,7 @@ pub fn report_page(report: &Value, outcomes: &OutcomesByEntry, stored_log: bool,
             @if findings.is_empty() {
                 p.no-findings { (t(lang, "no_findings")) }
             } @else {
-                p.muted { (findings.len()) " " (t(lang, "findings")) }
+                p.muted { (findings.len()) " " (t(lang, if findings.len() == 1 { "finding" } else { "findings" })) }
                 @for f in findings {
                     (finding(f, s(f, "id").and_then(|id| outcomes.get(id)), lang))
                 }
