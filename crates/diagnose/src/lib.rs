@@ -187,6 +187,7 @@ impl Collector {
         let truncated = self.truncated;
         let settings: String = ctx.lines.iter().map(|l| l.1.as_str()).collect::<Vec<_>>().join("\n");
         let expandable_global = context::shows_expandable_segments(&settings);
+        let mut dump_notes: Vec<String> = Vec::new();
         let mut findings: Vec<Finding> = self
             .pending
             .into_iter()
@@ -194,8 +195,12 @@ impl Collector {
                 let expandable = expandable_global || context::shows_expandable_segments(&p.block_text);
                 let f = &mut p.finding;
                 // The dump may add the buffers at the peak, which the facts then count.
-                if let Some(dir) = &opts.dump {
-                    dump::attach(f, dir);
+                // Memory failures only: another error has no failing module to show.
+                if let (Some(dir), Kind::Oom) = (&opts.dump, f.kind) {
+                    let note = dump::attach(f, dir);
+                    if !dump_notes.contains(&note) {
+                        dump_notes.push(note);
+                    }
                 }
                 let mut facts: Facts = facts::compute(f, &p.flags, &p.block_text, expandable);
                 if let Some(l) = &opts.facts {
@@ -217,7 +222,7 @@ impl Collector {
             first.first_fatal = true;
         }
         let folded = truncated.warnings + truncated.errors > 0;
-        Report { findings, truncated: folded.then_some(truncated), ..Report::default() }
+        Report { findings, truncated: folded.then_some(truncated), notes: dump_notes, ..Report::default() }
     }
 }
 

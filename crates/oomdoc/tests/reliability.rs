@@ -756,3 +756,60 @@ fn memory_output_through_a_hard_link_is_refused() {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(std::fs::read(&out_path).unwrap(), before, "the input is intact");
 }
+
+// ------------------------------------------------------------------------------ dumps
+
+/// A dump directory with the three fixture modules (mlp, transformer, adam).
+fn three_module_dump(name: &str) -> PathBuf {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("../memory/tests/fixtures");
+    let d = temp_dir(name);
+    for m in [
+        "mlp_train_step/module_0034.jit_mlp_train_step.cpu_after_optimizations.hlo.pb",
+        "transformer_train_step/module_0028.jit_transformer_train_step.cpu_after_optimizations.hlo.pb",
+        "donated_adam_update/module_0014.jit_donated_adam_update.cpu_after_optimizations.hlo.pb",
+    ] {
+        std::fs::copy(f.join(m), d.join(Path::new(m).file_name().unwrap())).unwrap();
+    }
+    d
+}
+
+/// C1: a dump holding several modules, and a message that names none: the module whose
+/// temp allocation is the size that failed is attached, and a note says why; with no
+/// match, nothing is attached and the note says that too.
+#[test]
+fn dump_module_chosen_by_the_failed_size_with_a_note() {
+    let dump = three_module_dump("dump-choose");
+    let run = |bytes: u64| -> Value {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_oomdoc"))
+            .args(["diagnose", "-", "--format", "json", "--dump", dump.to_str().unwrap()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        writeln!(child.stdin.take().unwrap(), "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate {bytes} bytes.").unwrap();
+        serde_json::from_slice(&child.wait_with_output().unwrap().stdout).unwrap()
+    };
+    // jit_mlp_train_step's temp allocation is 3,166,208 bytes.
+    let v = run(3_166_208);
+    assert_eq!(v["findings"][0]["memory"]["module"], "jit_mlp_train_step", "{v}");
+    assert!(v["notes"].to_string().contains("because its temp allocation is the 3166208 bytes"), "{v}");
+    let v = run(12_345);
+    assert!(v["findings"][0]["memory"].is_null(), "{v}");
+    assert!(v["notes"].to_string().contains("no module of the XLA dump was attached"), "{v}");
+    assert!(v["notes"].to_string().contains("jit_transformer_train_step"), "{v}");
+}
+
+/// C4: `oomdoc memory DIR` says which rule chose the module it shows, and a profile is
+/// called a profile.
+#[test]
+fn memory_says_why_this_module_and_profile_is_a_profile() {
+    let dump = three_module_dump("memory-rule");
+    let out = oomdoc(&["memory", dump.to_str().unwrap()]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("3 modules in the dump"), "{s}");
+    assert!(s.contains("→ jit_transformer_train_step: the module with the largest peak"), "{s}");
+    let profile = Path::new(env!("CARGO_MANIFEST_DIR")).join("../memory/tests/fixtures/profile_multi_module");
+    let out = oomdoc(&["memory", profile.to_str().unwrap()]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("13 modules in the profile"), "{s}");
+}

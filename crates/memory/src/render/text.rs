@@ -189,7 +189,9 @@ pub fn render_listing(list: &[ModuleListing], selected: Option<(&str, Option<u64
 
 fn render_listing_unchecked(list: &[ModuleListing], selected: Option<(&str, Option<u64>)>) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "{} modules in the dump (largest peak first):", list.len());
+    // Modules read from a profile's XSpaces carry their hosts; a dump's do not.
+    let source = if list.iter().any(|m| !m.hosts.is_empty()) { "profile" } else { "dump" };
+    let _ = writeln!(s, "{} modules in the {source} (largest peak first):", list.len());
     let mut sorted: Vec<&ModuleListing> = list.iter().collect();
     sorted.sort_by(|a, b| b.peak_bytes.cmp(&a.peak_bytes));
     // Several profile hosts: say which host's XSpace carries each module.

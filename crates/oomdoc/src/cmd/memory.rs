@@ -187,7 +187,11 @@ pub fn run(args: MemoryArgs) -> Result<(), CliError> {
                 let selected = (!args.all).then(|| (reports[0].name.as_str(), reports[0].program_id));
                 s.push_str(&text::render_listing(&listing, selected));
                 if !args.all {
-                    s.push_str("(pick another with --module NAME or id; --all for every module)\n");
+                    // Say which rule chose the module shown (users expect the training step).
+                    s.push_str(&format!(
+                        "→ {}: the module with the largest peak; pick another with --module NAME or id, or --all for every module\n",
+                        reports[0].name
+                    ));
                 }
                 s.push('\n');
             }
