@@ -813,3 +813,31 @@ fn memory_says_why_this_module_and_profile_is_a_profile() {
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(s.contains("13 modules in the profile"), "{s}");
 }
+
+// ------------------------------------------------------------------------------ plan
+
+/// P3: a GPU name is accepted where an sm_XX arch is.
+#[test]
+fn plan_triton_takes_gpu_names() {
+    let by_arch = oomdoc(&["plan", "triton", "--arch", "sm_89", "--block-m", "128", "--block-n", "128", "--block-k", "64", "--format", "json"]);
+    assert_eq!(by_arch.status.code(), Some(0), "{}", String::from_utf8_lossy(&by_arch.stderr));
+    for name in ["rtx4090", "RTX 4090", "L40S"] {
+        let out = oomdoc(&["plan", "triton", "--arch", name, "--block-m", "128", "--block-n", "128", "--block-k", "64", "--format", "json"]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.stdout, by_arch.stdout, "{name}");
+    }
+}
+
+/// C6: a kernel that fits the default gets no lower vmem_limit_bytes suggestion.
+#[test]
+fn plan_pallas_never_suggests_a_lower_limit() {
+    let d = temp_dir("plan-lower");
+    let spec = d.join("k.toml");
+    std::fs::write(&spec, "chip = \"v6e\"\ngrid = [64, 64]\n[[inputs]]\nname = \"a\"\nshape = [8192, 8192]\ndtype = \"float32\"\nblock = [128, 8192]\n[[inputs]]\nname = \"b\"\nshape = [8192, 8192]\ndtype = \"float32\"\nblock = [8192, 128]\n[[outputs]]\nname = \"c\"\nshape = [8192, 8192]\ndtype = \"float32\"\nblock = [128, 128]\n").unwrap();
+    let out = oomdoc(&["plan", "pallas", spec.to_str().unwrap(), "--format", "json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["fits"], true, "{v}");
+    assert!(v["suggested_vmem_limit_bytes"].is_null(), "{v}");
+    let text = String::from_utf8_lossy(&oomdoc(&["plan", "pallas", spec.to_str().unwrap()]).stdout).to_string();
+    assert!(!text.contains("covers it"), "{text}");
+}

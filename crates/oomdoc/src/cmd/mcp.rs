@@ -300,7 +300,7 @@ fn tools() -> Vec<Value> {
             "inputSchema": {
                 "type": "object",
                 "properties": {
-                    "arch": { "type": "string", "description": "GPU arch: sm_70 … sm_120 (8.6 and 86 work too)." },
+                    "arch": { "type": "string", "description": "GPU arch: sm_70 … sm_120 (8.6 and 86 work too), or a GPU name (rtx4090, H100, A100)." },
                     "block_m": { "type": "integer", "minimum": 1 },
                     "block_n": { "type": "integer", "minimum": 1 },
                     "block_k": { "type": "integer", "minimum": 1 },
