@@ -99,3 +99,31 @@ fn requests_for_another_host_name_are_refused() {
     let s = TestServer::start_with(Engines::default(), |c| c.origin_policy.allowed_hosts = vec!["devbox".into()]);
     assert_eq!(request_with_host(s.addr(), "GET", "/healthz", &[("Host", "devbox:1")], b"").status, 200);
 }
+
+fn urlencode(s: &str) -> String {
+    s.bytes().map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
+}
+
+/// C5: the /plan page renders the plan as the CLI does (verdict, table, fix) and its form
+/// starts with an example spec.
+#[test]
+fn the_plan_page_renders_like_the_cli() {
+    let s = TestServer::start(Engines::default());
+    let form = s.get("/plan").text();
+    assert!(form.contains("chip = &quot;v5e&quot;") || form.contains("chip = \"v5e\""), "an example spec in the form: {form}");
+    assert!(form.contains("[[inputs]]"), "{form}");
+    // The example itself: does not fit v5e, with the fix.
+    let spec = "chip = \"v5e\"\ngrid = [64, 64]\n[[inputs]]\nname = \"a\"\nshape = [8192, 8192]\ndtype = \"float32\"\nblock = [128, 8192]\n[[inputs]]\nname = \"b\"\nshape = [8192, 8192]\ndtype = \"float32\"\nblock = [8192, 128]\n[[outputs]]\nname = \"c\"\nshape = [8192, 8192]\ndtype = \"float32\"\nblock = [128, 128]\n";
+    let r = s.post_form("/plan", "application/x-www-form-urlencoded", format!("kind=pallas&chip=&spec={}", urlencode(spec)).as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    let page = r.text();
+    assert!(page.contains("Does not fit"), "{page}");
+    assert!(page.contains("<table class=\"plan\""), "{page}");
+    assert!(page.contains("vmem_limit_bytes=18874368"), "{page}");
+    // Triton configs: how many fit, and a row per config.
+    let configs = r#"[{"BLOCK_M":128,"BLOCK_N":128,"BLOCK_K":64,"num_stages":5,"num_warps":8},{"BLOCK_M":64,"BLOCK_N":64,"BLOCK_K":32,"num_stages":2,"num_warps":4}]"#;
+    let r = s.post_form("/plan", "application/x-www-form-urlencoded", format!("kind=triton&chip=sm_86&spec={}", urlencode(configs)).as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    let page = r.text();
+    assert!(page.contains("1 of 2 configs fit"), "{page}");
+}
