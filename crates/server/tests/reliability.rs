@@ -127,3 +127,16 @@ fn the_plan_page_renders_like_the_cli() {
     let page = r.text();
     assert!(page.contains("1 of 2 configs fit"), "{page}");
 }
+
+/// P5: the diagnosis page lists sizes in reading order (requested first), with words.
+#[test]
+fn the_sizes_table_reads_in_order() {
+    let s = TestServer::start(Engines::default());
+    let log = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB. GPU 0 has a total capacity of 79.33 GiB of which 1.66 GiB is free. Of the allocated memory 70.09 GiB is allocated by PyTorch, and 6.84 GiB is reserved by PyTorch but unallocated.";
+    let (ct, body) = multipart(&[("log", None, log.as_bytes())]);
+    let r = s.post_form("/", &ct, &body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let page = r.text();
+    let at = |label: &str| page.find(&format!(">{label}</th>")).unwrap_or_else(|| panic!("{label} in {page}"));
+    assert!(at("requested") < at("free") && at("free") < at("total") && at("total") < at("reserved but unallocated"), "{page}");
+}
