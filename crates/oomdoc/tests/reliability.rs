@@ -841,3 +841,34 @@ fn plan_pallas_never_suggests_a_lower_limit() {
     let text = String::from_utf8_lossy(&oomdoc(&["plan", "pallas", spec.to_str().unwrap()]).stdout).to_string();
     assert!(!text.contains("covers it"), "{text}");
 }
+
+/// D35–D37: `examples/train.log` with two spaces (or a CP1252 no-break space) before each
+/// unit gives the same sizes and cause as the original.
+#[test]
+fn sizes_survive_odd_spaces_before_the_unit() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let original = std::fs::read(root.join("examples/train.log")).unwrap();
+    let d = temp_dir("odd-spaces");
+    let sizes = |p: &Path| -> Value {
+        let v: Value = serde_json::from_slice(&oomdoc(&["diagnose", p.to_str().unwrap(), "--format", "json"]).stdout).unwrap();
+        let f = v["findings"].as_array().unwrap().iter().find(|f| f["id"] == "pytorch.cuda-oom").unwrap().clone();
+        serde_json::json!({"sizes": f["sizes"], "cause": f["cause"]})
+    };
+    std::fs::write(d.join("orig.log"), &original).unwrap();
+    let want = sizes(&d.join("orig.log"));
+    let text = String::from_utf8(original).unwrap();
+    for (name, space) in [("two.log", &b"  "[..]), ("cp1252.log", &b"\xa0"[..])] {
+        let mut out = Vec::new();
+        let mut rest = text.as_str();
+        // " GiB" / " MiB" → the odd space before the unit.
+        while let Some(i) = rest.find(" GiB").or_else(|| rest.find(" MiB")) {
+            out.extend_from_slice(rest[..i].as_bytes());
+            out.extend_from_slice(space);
+            out.extend_from_slice(rest[i + 1..i + 4].as_bytes());
+            rest = &rest[i + 4..];
+        }
+        out.extend_from_slice(rest.as_bytes());
+        std::fs::write(d.join(name), &out).unwrap();
+        assert_eq!(sizes(&d.join(name)), want, "{name}");
+    }
+}

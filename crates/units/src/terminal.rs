@@ -9,9 +9,11 @@
 //! - C1 controls U+0080–U+009F, among them U+009B (CSI) and U+009D (OSC);
 //! - the bidi embeddings, overrides and isolates U+202A–U+202E and U+2066–U+2069.
 //!
-//! [`clean`] removes them (a whole escape sequence at once, so no `[2J` is left
-//! behind); [`escape`] shows them as `\u{…}`, for names a reader must still tell
-//! apart (file names); [`clean_styled`] is [`clean`] that keeps SGR colour
+//! [`clean`] removes escape sequences whole (so no `[2J` is left behind) and shows
+//! every other unsafe character as a visible stand-in: a C0 control or DEL as its
+//! Control Pictures symbol (`␀`, `␇`, `␈`, `␡`), a C1 or bidi control as U+FFFD (so
+//! `2.0<NUL>0 GiB` stays two broken pieces, not a size); [`escape`] shows them as `\u{…}`, for names a reader must
+//! still tell apart (file names); [`clean_styled`] is [`clean`] that keeps SGR colour
 //! sequences (`ESC [ 1;31 m`), for a renderer's own colours applied after the
 //! untrusted parts were cleaned.
 
@@ -28,7 +30,8 @@ fn maybe_unsafe(s: &str) -> bool {
     s.bytes().any(|b| (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7f || b == 0xc2 || b == 0xe2)
 }
 
-/// `s` without unsafe characters; escape sequences are removed whole.
+/// `s` without unsafe characters: escape sequences are removed whole, any other unsafe
+/// character is shown by its stand-in ([`stand_in`]).
 pub fn clean(s: &str) -> Cow<'_, str> {
     clean_inner(s, false)
 }
@@ -53,6 +56,16 @@ pub fn escape(s: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// The visible character shown for an unsafe one: U+2400–U+241F for C0 (`␀`, `␇`,
+/// `␈`), U+2421 `␡` for DEL, U+FFFD for C1 and bidi controls.
+pub fn stand_in(c: char) -> char {
+    match c {
+        '\0'..='\x1f' => char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'),
+        '\x7f' => '\u{2421}',
+        _ => '\u{fffd}',
+    }
 }
 
 /// What follows an introducer: a control sequence (CSI) ends at a final byte
@@ -91,7 +104,13 @@ fn clean_inner(s: &str, keep_sgr: bool) -> Cow<'_, str> {
             _ => (None, i + 1),
         };
         let end = match seq {
-            None => body,
+            // A lone control (BEL, BS, NUL, a bidi override): visible, and still a break
+            // between what it separated. A two-character escape (`ESC 7`) just goes.
+            None if c == '\x1b' => body,
+            None => {
+                out.push(stand_in(c));
+                body
+            }
             Some(Seq::Csi) => {
                 let mut j = body;
                 while j < chars.len() && !('\x40'..='\x7e').contains(&chars[j]) {
@@ -156,13 +175,14 @@ mod tests {
         assert_eq!(clean("gmm\u{9b}2J\u{9b}H.1"), "gmm.1");
         assert_eq!(clean("a\u{9d}0;PWNED\u{9c}b"), "ab");
         assert_eq!(clean("a\u{9d}0;PWNED\x07b"), "ab");
-        assert_eq!(clean("a\u{85}b\u{80}c"), "abc");
+        assert_eq!(clean("a\u{85}b\u{80}c"), "a\u{fffd}b\u{fffd}c");
     }
 
     #[test]
     fn c0_del_and_bidi_go_newline_and_tab_stay() {
-        assert_eq!(clean("evil\x08\x08\x08good\x07\x7f\x0b\x0c\r"), "evilgood");
-        assert_eq!(clean("x\u{202e}gpj.exe\u{202c}\u{2066}y\u{2069}"), "xgpj.exey");
+        assert_eq!(clean("evil\x08\x08good\x07\x7f\r"), "evil␈␈good␇␡␍");
+        assert_eq!(clean("x\u{202e}gpj.exe\u{2069}"), "x\u{fffd}gpj.exe\u{fffd}");
+        assert_eq!(clean("2.0\u{0}0 GiB"), "2.0␀0 GiB", "a break stays a break");
         assert_eq!(clean("a\tb\nc"), "a\tb\nc");
     }
 
