@@ -28,6 +28,10 @@ pub fn constraints(text: &str) -> Option<String> {
     let plain = strip_quoted(text);
     for c in re.captures_iter(&plain) {
         let name = &c["name"];
+        // "in 0.4–0.7", "argument >= 1.11": a constraint needs a project's name.
+        if PROSE_WORDS.contains(&name.to_ascii_lowercase().as_str()) {
+            continue;
+        }
         let one = if let (Some(op), Some(v)) = (c.name("op"), c.name("v")) {
             let op = match op.as_str() {
                 "≥" => ">=",
@@ -101,6 +105,7 @@ mod tests {
     fn constraints_only() {
         assert_eq!(constraints("PyTorch >= 1.11 (use_reentrant argument)").as_deref(), Some("PyTorch >= 1.11"));
         assert_eq!(constraints("any PyTorch"), None);
+        assert_eq!(constraints("use_reentrant argument >= 1.11"), None);
         assert_eq!(
             constraints("pltpu.TPUCompilerParams, jax 0.4.32–0.7.1; jax ≥ 0.6.2").as_deref(),
             Some("jax 0.4.32–0.7.1；jax >= 0.6.2")
