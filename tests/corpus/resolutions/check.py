@@ -19,8 +19,7 @@ def problems(rec):
     for key in ("error_text", "resolution", "resolution_quote", "family", "framework"):
         if not (isinstance(rec.get(key), str) and rec[key].strip()):
             yield f"{key} empty"
-    if len(str(rec.get("error_text", "")).splitlines()) > 60:
-        yield "error_text over 60 lines"
+    if len(str(rec.get("error_text", "")).splitlines()) > 60: yield "error_text over 60 lines"
     if not URL.match(str(rec.get("source_url", ""))):
         yield "source_url is not a URL"
     if rec.get("source_type") not in SOURCE_TYPES:
