@@ -63,6 +63,11 @@ fn relies_on(bs: &[BehaviourView], lang: Lang) -> Option<String> {
     })
 }
 
+/// ` [allocator-setting]` after a fix or dead end, empty for a cause.
+fn category(item: &ItemView) -> String {
+    item.category.map(|c| format!(" `[{c}]`")).unwrap_or_default()
+}
+
 fn setting(s: &SettingView, lang: Lang) -> String {
     format!("`{}`{}", s.name, status_note(&s.status, lang))
 }
@@ -130,7 +135,7 @@ pub fn to_markdown(e: &Entry, lang: Lang) -> String {
         let _ = writeln!(o, "## {}\n", l("Fixes", "修复建议"));
         for (i, f) in v.fixes.iter().enumerate() {
             let ver = f.versions.as_deref().map(|x| format!(" — {x}")).unwrap_or_default();
-            let _ = writeln!(o, "{}. **{}**{}{}{}{}", i + 1, f.text.markdown().trim(), unverified(f, lang), ver, cond(&f.when), cite(&f.refs, lang));
+            let _ = writeln!(o, "{}. **{}**{}{}{}{}{}", i + 1, f.text.markdown().trim(), unverified(f, lang), category(f), ver, cond(&f.when), cite(&f.refs, lang));
             if let Some(d) = &f.detail {
                 let _ = writeln!(o, "   {}", d.markdown().trim().replace('\n', "\n   "));
             }
@@ -154,7 +159,7 @@ pub fn to_markdown(e: &Entry, lang: Lang) -> String {
         let _ = writeln!(o, "## {}\n", l("What will not help", "无效做法"));
         for d in &v.dead_ends {
             let why = d.detail.as_ref().map(|w| w.markdown()).unwrap_or_default();
-            let _ = writeln!(o, "- **{}**{} — {}{}{}", d.text.markdown().trim(), unverified(d, lang), why.trim(), cond(&d.when), cite(&d.refs, lang));
+            let _ = writeln!(o, "- **{}**{}{} — {}{}{}", d.text.markdown().trim(), unverified(d, lang), category(d), why.trim(), cond(&d.when), cite(&d.refs, lang));
             if let Some(line) = relies_on(&d.relies_on, lang) {
                 let _ = writeln!(o, "  {line}");
             }
