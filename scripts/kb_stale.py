@@ -3,7 +3,8 @@
 release than the newest one on the package registries.
 
 Each entry's `checked_against = { vllm = "0.33.0", ... }` names, per project, the newest
-release its `[[behaviours]]` were read against. `kb/projects.toml` says where each project's
+release its `[[behaviours]]` were read against (or the commit, when no release was pinned:
+such entries are listed as stale until someone checks them at a release). `kb/projects.toml` says where each project's
 newest release is published: PyPI (https://pypi.org/pypi/<package>/json), crates.io (the
 sparse index, https://index.crates.io/...), or nowhere a script can read (llama.cpp, Ollama,
 TGI: their `lookup` is printed and the entry is reported as skipped).
@@ -157,6 +158,8 @@ def main():
             newest, error = newest_release(p, cache)
             if error:
                 status, note = "error", error
+            elif re.fullmatch(r"[0-9a-f]{7,40}", release) and newest is not None:
+                status, note = "stale", f"checked at commit {release[:12]}, not at a release; newest on {p['registry']} is {newest}"
             elif newest is None:
                 status, note = "skipped", f"no registry: {p.get('lookup', 'look it up by hand')}"
             elif older(release, newest):

@@ -51,8 +51,10 @@ fn every_fix_and_dead_end_has_a_behaviour_record_or_says_unverified() {
             if !names.contains(p) {
                 bad.push(format!("kb/{}: checked_against `{p}` is not a project in kb/projects.toml", e.file));
             }
-            if !v.trim_start_matches('v').starts_with(|c: char| c.is_ascii_digit()) && !v.starts_with('b') {
-                bad.push(format!("kb/{}: checked_against {p} = `{v}` is not a release", e.file));
+            let release = v.trim_start_matches('v').starts_with(|c: char| c.is_ascii_digit());
+            let commit = v.len() >= 7 && v.chars().all(|c| c.is_ascii_hexdigit());
+            if !release && !commit {
+                bad.push(format!("kb/{}: checked_against {p} = `{v}` is neither a release nor a commit", e.file));
             }
         }
         for b in &e.behaviours {
