@@ -108,7 +108,8 @@ fn text_markdown_and_chinese() {
     }
     let (_, zh, _) = oomdoc(&["diagnose", &example_log(), "--lang", "zh"], None);
     assert!(zh.contains("需要 18.00 MiB"), "{zh}");
-    assert!(zh.starts_with("错误[E1001] tpu.scoped-vmem"), "{zh}");
+    assert!(zh.contains("错误[E1001] tpu.scoped-vmem"), "{zh}");
+    assert!(!zh.lines().any(|l| l.starts_with("error") || l.starts_with("warning")), "English labels in Chinese output: {zh}");
     let (_, zh_explain, _) = oomdoc(&["explain", "tpu.scoped-vmem", "--lang", "zh"], None);
     assert!(zh_explain.contains("阶段: 编译"), "{zh_explain}");
 }
