@@ -14,7 +14,7 @@ pub fn constraints(text: &str) -> Option<String> {
     let re = RE.get_or_init(|| {
         Regex::new(
             r"(?x)
-            (?P<name>[A-Za-z][A-Za-z0-9_.+-]*[A-Za-z0-9])\s*
+            (?P<name>(?:[A-Z][A-Za-z0-9]*\x20)?[A-Za-z][A-Za-z0-9_.+-]*[A-Za-z0-9])\s*
             (?:
                 (?P<op>>=|<=|==|≥|≤|>|<)\s*(?P<v>~?v?[0-9]+(?:\.[0-9A-Za-z]+)*)
               | (?P<lo>~?v?[0-9]+(?:\.[0-9]+)+)\s*(?:–|-|\.\.)\s*(?P<hi>v?[0-9]+(?:\.[0-9]+)+)
@@ -29,7 +29,7 @@ pub fn constraints(text: &str) -> Option<String> {
     for c in re.captures_iter(&plain) {
         let name = &c["name"];
         // "in 0.4–0.7", "argument >= 1.11": a constraint needs a project's name.
-        if PROSE_WORDS.contains(&name.to_ascii_lowercase().as_str()) {
+        if name.split(' ').any(|w| PROSE_WORDS.contains(&w.to_ascii_lowercase().as_str())) {
             continue;
         }
         let one = if let (Some(op), Some(v)) = (c.name("op"), c.name("v")) {
@@ -85,9 +85,14 @@ impl crate::Fix {
 }
 
 impl crate::Entry {
-    /// The entry's version line in `lang`.
+    /// The entry's version line in `lang`. An entry's `versions` is a catalogue of message
+    /// forms by release, which its constraints alone would misstate: in Chinese it is shown
+    /// only when the entry has `versions_zh`.
     pub fn versions_in(&self, lang: Lang) -> Option<String> {
-        in_lang(self.versions.as_deref(), self.versions_zh.as_deref(), lang)
+        match lang {
+            Lang::En => self.versions.clone(),
+            Lang::Zh => self.versions_zh.clone(),
+        }
     }
 }
 
@@ -111,6 +116,8 @@ mod tests {
             Some("jax 0.4.32–0.7.1；jax >= 0.6.2")
         );
         assert_eq!(constraints("vLLM 0.20+ (default on)").as_deref(), Some("vLLM >= 0.20"));
+        assert_eq!(constraints("ONNX Runtime >= 1.8 (CUDA EP)").as_deref(), Some("ONNX Runtime >= 1.8"));
+        assert_eq!(constraints("TensorFlow >= 2.5 with CUDA >= 11.2").as_deref(), Some("TensorFlow >= 2.5；CUDA >= 11.2"));
         assert_eq!(constraints("'GPU 0 >= 3 GiB' in logs"), None);
         assert_eq!(in_lang(Some("PyTorch >= 2.1 on Linux"), None, Lang::Zh).as_deref(), Some("PyTorch >= 2.1"));
         assert_eq!(in_lang(Some("x"), Some("所有版本"), Lang::Zh).as_deref(), Some("所有版本"));
