@@ -128,3 +128,50 @@ fn read_without_a_log_links_are_absolute_and_chinese_has_no_english_versions() {
     bad.dedup();
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// What a user reads carries no notes for maintainers (those are `status` and behaviour
+/// records), and no fix points at another fix: which fixes are shown, and in which order,
+/// depends on the case.
+#[test]
+fn user_text_has_no_maintainer_notes_and_no_cross_references() {
+    const NOTES: &[&str] = &[
+        "not verified", "not checked", "not pinned", "not re-checked", "unverified in source", "per the thread",
+        "未核实", "未在源码", "未逐版本", "未复核",
+    ];
+    const CROSS: &[&str] = &[
+        "fix above", "fixes above", "fix below", "fixes below", "next fix", "previous fix", "above fix", "other fixes",
+        "上一条", "下一条", "上面的修复", "下面的修复", "上述修复", "其他修复",
+    ];
+    let (kb, _) = KnowledgeBase::load_embedded();
+    let mut bad = Vec::new();
+    for e in kb.entries() {
+        let mut texts: Vec<(String, String)> = vec![("summary".into(), format!("{} {}", e.summary.en, e.summary.zh))];
+        texts.extend(e.versions.iter().map(|v| ("versions".to_string(), v.clone())));
+        for c in &e.causes {
+            texts.push((format!("cause `{}`", c.id), format!("{} {}", c.text.en, c.text.zh)));
+        }
+        for f in &e.fixes {
+            let detail = f.detail.as_ref().map(|d| format!("{} {}", d.en, d.zh)).unwrap_or_default();
+            let versions = [&f.versions, &f.versions_zh].into_iter().flatten().cloned().collect::<Vec<_>>().join(" ");
+            texts.push((format!("fix `{}`", f.id), format!("{} {} {detail} {versions}", f.title.en, f.title.zh)));
+        }
+        for d in &e.dead_ends {
+            texts.push((format!("dead end `{}`", d.id), format!("{} {} {} {}", d.action.en, d.action.zh, d.why.en, d.why.zh)));
+        }
+        for i in &e.identifiers {
+            texts.push((format!("identifier `{}`", i.name), i.versions.clone()));
+        }
+        for r in &e.references {
+            texts.push((format!("reference `{}`", r.key), r.title.clone()));
+        }
+        for (ctx, text) in texts {
+            let lower = text.to_lowercase();
+            for p in NOTES.iter().chain(CROSS) {
+                if lower.contains(p) {
+                    bad.push(format!("{} {ctx}: \"{p}\"", e.id));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
