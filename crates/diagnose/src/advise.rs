@@ -45,12 +45,14 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
             Some(FixOut {
                 id: fx.id.clone(),
                 rank,
+                category: fx.category,
                 title,
                 detail,
                 code,
                 code_lang: fx.code_lang.clone(),
-                versions: fx.versions.clone(),
+                versions: fx.versions_in(lang),
                 references: refs(entry, &fx.refs),
+                verified: entry.fix_verified(fx),
             })
         })
         .collect();
@@ -61,9 +63,11 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
         .filter_map(|d| {
             Some(DeadEndOut {
                 id: d.id.clone(),
+                category: d.category,
                 action: fill_text(&d.action, lang, facts)?,
                 why: fill_text(&d.why, lang, facts)?,
                 references: refs(entry, &d.refs),
+                verified: entry.dead_end_verified(d),
             })
         })
         .collect();
