@@ -36,7 +36,7 @@ fn readme_headline_example_is_the_real_output() {
         let found = if gap { real[at..].iter().position(|l| matches(l)).map(|i| at + i) } else { real.get(at).filter(|l| matches(l)).map(|_| at) };
         let Some(i) = found else {
             panic!(
-                "README.md's example line is not the output's {}:\n  README: {want}\n  output: {}\nRegenerate the example from `oomdoc diagnose examples/train.log`.",
+                "README.md's example line is not the output's {}:\n  README: {want}\n  output: {}\nRegenerate it: python3 scripts/readme_example.py",
                 if gap { "(anywhere later)" } else { "next line" },
                 real.get(at).map_or("(end of output)", |s| s.as_str())
             );
