@@ -149,6 +149,18 @@ fn is_zip(head: &[u8]) -> bool {
     head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06")
 }
 
+/// UTF-32 text (a BOM, or three NUL bytes in every four): read as UTF-16 it gave nothing.
+fn is_utf32(head: &[u8]) -> bool {
+    if head.starts_with(&[0xff, 0xfe, 0, 0]) || head.starts_with(&[0, 0, 0xfe, 0xff]) {
+        return true;
+    }
+    let quads = head.len() / 4;
+    quads >= 4 && head.chunks_exact(4).filter(|q| q.iter().filter(|&&b| b == 0).count() == 3).count() * 10 >= quads * 9
+}
+
+/// What to say about UTF-32 text, which is not read.
+pub const UTF32_HINT: &str = "is UTF-32 text, which oomdoc does not read; convert it first: `iconv -f UTF-32 -t UTF-8 log.txt > log.utf8.txt`";
+
 /// What to say about a zip archive, the usual issue attachment, which is not read.
 pub const ZIP_HINT: &str = "is a zip archive, which oomdoc does not read (it reads gzip, zstd, xz and bzip2 logs, and .tar.gz); unzip it and diagnose the folder: `unzip logs.zip -d logs && oomdoc diagnose logs`";
 
@@ -160,6 +172,9 @@ pub fn decode<'a, R: Read + 'a>(mut inner: R) -> io::Result<Decoded<'a>> {
         return Err(io::Error::new(io::ErrorKind::InvalidData, ZIP_HINT));
     }
     let compression = sniff_compression(&head);
+    if compression == Compression::None && is_utf32(&head) {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, UTF32_HINT));
+    }
     let notes: Arc<Mutex<Vec<String>>> = Arc::default();
     let raw = io::Cursor::new(head).chain(inner);
     let mut text: Box<dyn Read + 'a> = match compression {
@@ -214,7 +229,7 @@ pub fn plain_text_start(file: &std::fs::File) -> io::Result<Option<u64>> {
     }
     head.truncate(filled);
     let first = &head[..head.len().min(SNIFF)];
-    if sniff_compression(first) != Compression::None || is_zip(first) {
+    if sniff_compression(first) != Compression::None || is_zip(first) || is_utf32(first) {
         return Ok(None);
     }
     let (encoding, bom) = sniff_encoding(first);
@@ -539,6 +554,18 @@ mod tests {
         let mut exact = String::new();
         AtMost::new(io::Cursor::new(b"abc".to_vec()), 3).read_to_string(&mut exact).unwrap();
         assert_eq!(exact, "abc");
+    }
+
+    #[test]
+    fn utf32_says_to_convert_it() {
+        let mut b = vec![0xff, 0xfe, 0, 0];
+        for c in "torch.OutOfMemoryError: CUDA out of memory.\n".chars() {
+            b.extend_from_slice(&(c as u32).to_le_bytes());
+        }
+        assert!(decode(io::Cursor::new(b.clone())).err().unwrap().to_string().contains("UTF-32"));
+        // Without its BOM too; UTF-16 is not taken for it.
+        assert!(decode(io::Cursor::new(b[4..].to_vec())).err().unwrap().to_string().contains("UTF-32"));
+        assert!(decode(io::Cursor::new(utf16(MSG, false, false))).is_ok());
     }
 
     #[test]
