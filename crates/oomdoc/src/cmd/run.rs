@@ -599,6 +599,17 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
     let drain_note = drain_outliving(&done_rx, n_sources, drain_grace(), DRAIN_MAX, &shown);
     stop.store(true, Ordering::SeqCst);
     tree.stop();
+    // A command that succeeded, with no report asked for: nothing will be printed, so the
+    // scan still catching up (a flood of lines) is not waited for.
+    if !ended.failed() && report_file.is_none() {
+        if let Some(n) = &drain_note {
+            eprintln!("oomdoc: note: {}", oomdoc_units::terminal::escape(n));
+        }
+        if let Some((dir, false)) = &dump_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        return Ok(ended.shell_status());
+    }
     let mut report = match scanner.join() {
         Ok(Ok(r)) => r,
         _ => Report::default(),
