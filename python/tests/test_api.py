@@ -51,7 +51,7 @@ def test_a_missing_log_path_is_an_error_not_text(tmp_path):
     # The newcomer's case: a typo in the file name used to be diagnosed as the text "train.log".
     for name in ["train.log", "runs/train.log.gz", "logs/"]:
         with pytest.raises(FileNotFoundError):
-            oomdoc.diagnose(str(tmp_path / name))
+            oomdoc.diagnose(f"{tmp_path}/{name}")
         with pytest.raises(FileNotFoundError):
             oomdoc.diagnose(name)
     # A one-line message is still text.
