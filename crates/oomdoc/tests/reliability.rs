@@ -739,6 +739,12 @@ fn too_long_paths_are_listed() {
     let out = oomdoc(&["diagnose", d.to_str().unwrap(), "--format", "json"]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     assert!(v["unreadable"].as_array().is_some_and(|u| !u.is_empty()) || !v["findings"].as_array().unwrap().is_empty(), "the deep log is read or listed: {v}");
+    // Alone, it is named in the error, not "no log files found".
+    std::fs::remove_file(d.join("ok.log")).unwrap();
+    let out = oomdoc(&["diagnose", d.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("none of the logs could be read") && e.contains("too long"), "{e}");
 }
 
 /// Me13: `memory -o` through a hard link to a file inside the input directory is refused.

@@ -278,6 +278,12 @@ pub fn diagnose_paths_within(logs: &[PathBuf], opts: &Options, jobs: Option<usiz
             Input::Stdin => true,
         });
     }
+    if inputs.is_empty() && !unreadable.is_empty() {
+        // Nothing readable, but something was there: say what, not "no log files".
+        let first = &unreadable[0];
+        let more = if unreadable.len() > 1 { format!(" (and {} more)", unreadable.len() - 1) } else { String::new() };
+        return Err(CliError::usage(format!("none of the logs could be read: {}: {}{more}", first.file, first.error)));
+    }
     if inputs.is_empty() {
         let why = match skipped {
             0 => String::new(),
