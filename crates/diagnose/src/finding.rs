@@ -322,6 +322,10 @@ pub struct Finding {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     pub culprit: Culprit,
+    /// The job around the failure: frameworks, workload, versions, OS, stated settings
+    /// (`facts::case`). Absent when the log shows none of them.
+    #[serde(skip_serializing_if = "crate::facts::case::Case::is_empty")]
+    pub case: crate::facts::case::Case,
     pub cause: Option<String>,
     pub fixes: Vec<FixOut>,
     pub dead_ends: Vec<DeadEndOut>,

@@ -1,6 +1,14 @@
 //! From a finding's numbers to the conditions and placeholder values the knowledge
 //! base is written against (vocabulary: `oomdoc_kb::CONDITIONS` and `PLACEHOLDERS`).
 //! Everything here is exact arithmetic on stated numbers; nothing is guessed.
+//!
+//! [`case`] reads the job around the failure (framework, workload, versions, OS,
+//! settings); [`context`] the exception, status and framework cues near the message;
+//! [`version`] compares releases and requirements.
+
+pub mod case;
+pub mod context;
+pub mod version;
 
 use crate::finding::{Finding, SizeKey};
 use oomdoc_kb::{Lang, Platform};
@@ -47,8 +55,9 @@ fn stated_gpu_memory_utilization(block: &str) -> Option<f64> {
 }
 
 /// Compute facts. `flags` are conditions the recognizers stated directly; `block`
-/// is the normalized text around the failure; `log_settings` the settings lines.
-pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str, expandable_set: bool) -> Facts {
+/// is the normalized text around the failure; `f.case` the case read from it and from
+/// the settings lines of the whole log.
+pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str) -> Facts {
     let mut x = Facts::default();
     for fl in flags {
         x.set(fl);
@@ -151,15 +160,10 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str, expanda
             x.set("f32_allocations");
         }
     }
-    // Frameworks and training.
-    for fw in crate::context::frameworks(block) {
-        x.set(&format!("framework_{fw}"));
-    }
-    if crate::context::shows_training(block) {
+    // Frameworks, workload, OS and stated settings (the case).
+    case_conditions(&f.case, &mut x);
+    if context::shows_training(block) {
         x.set("training");
-    }
-    if expandable_set {
-        x.set("expandable_segments_set");
     }
     if block.contains("XLA_PYTHON_CLIENT_ALLOCATOR=platform") || block.contains("XLA_PYTHON_CLIENT_ALLOCATOR='platform'") {
         x.set("xla_platform_allocator");
@@ -177,6 +181,44 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str, expanda
     }
     family_facts(f, &mut x, block);
     x
+}
+
+/// Conditions from the case: what the job is, so advice that does not fit it is not shown.
+fn case_conditions(case: &case::Case, x: &mut Facts) {
+    for fw in &case.frameworks {
+        x.set(&format!("framework_{}", fw.replace('.', "_")));
+    }
+    match case.workload.as_deref() {
+        Some("training") => x.set("training"),
+        Some("serving") => {
+            x.set("serving");
+            x.set("inference");
+        }
+        Some("inference") => x.set("inference"),
+        Some("data") => x.set("data_job"),
+        _ => {}
+    }
+    if let Some(os) = &case.os {
+        x.set(&format!("os_{os}"));
+    }
+    if let Some(limit) = &case.memory_limit {
+        x.set(&format!("memory_limit_{limit}"));
+    }
+    for api in ["jax", "pytorch", "tensorflow"] {
+        if case.allows_api(api) {
+            x.set(&format!("{api}_api_ok"));
+        }
+    }
+    if case.has("directml") {
+        x.set("directml");
+    }
+    let alloc_conf = case.settings.iter().find(|(k, _)| k.starts_with("PYTORCH_") && k.ends_with("ALLOC_CONF"));
+    if let Some((_, v)) = alloc_conf {
+        x.set("alloc_conf_set");
+        if v.replace(' ', "").to_ascii_lowercase().contains("expandable_segments:true") {
+            x.set("expandable_segments_set");
+        }
+    }
 }
 
 fn size_key(name: &str) -> Option<SizeKey> {
@@ -206,42 +248,7 @@ fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
             _ => "PYTORCH_CUDA_ALLOC_CONF",
         };
         x.var("alloc_conf_var", var);
-        let cached_free = s.reserved_unallocated.or_else(|| s.reserved.zip(s.allocated).map(|(r, a)| r.saturating_sub(a)));
-        if let (Some(cf), Some(req)) = (cached_free, s.requested) {
-            if cf >= req {
-                x.set("fragmentation");
-            }
-        }
-        // Expandable segments can map driver-free memory and free cached pages into one
-        // range: the request can succeed when the two together cover it.
-        if let (Some(cf), Some(free), Some(req)) = (cached_free, s.free, s.requested) {
-            if cf.saturating_add(free) >= req {
-                x.set("free_plus_cached_covers");
-            }
-        }
-        if let (Some(req), Some(total)) = (s.requested, s.total) {
-            if req > total {
-                x.set("request_exceeds_capacity");
-            }
-        }
-        if let (Some(total), Some(free)) = (s.total, s.free) {
-            let ours_pytorch = s.allocated.map(|a| a + s.reserved_unallocated.unwrap_or(0)).or(s.reserved);
-            let busy = total.saturating_sub(free);
-            let others = match s.used {
-                Some(used) => Some(busy.saturating_sub(used)),
-                None => ours_pytorch.map(|p| busy.saturating_sub(p)),
-            };
-            if let Some(o) = others {
-                x.var("others_h", format_bytes(o));
-                let threshold = s.requested.unwrap_or(0).max(total / 10);
-                if o >= threshold && o > 0 {
-                    x.set("other_processes");
-                }
-            }
-            if let (Some(used), Some(p)) = (s.used, ours_pytorch) {
-                x.var("outside_h", format_bytes(used.saturating_sub(p)));
-            }
-        }
+        pytorch_allocator(f, x);
     }
     // TPU runtime: free but not contiguous.
     if id == "tpu.runtime-buffer" {
@@ -409,6 +416,92 @@ fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
             if let Some(v) = f.details.get(d).and_then(|v| v.as_u64()) {
                 x.var(k, v.to_string());
             }
+        }
+    }
+}
+
+/// PyTorch's caching allocator (CUDA, ROCm, XPU, NPU): fragmentation, and memory held
+/// outside the allocator, from the message's numbers in every generation's format.
+///
+/// Before raising, `DeviceCachingAllocator::malloc` frees cached blocks large enough for
+/// the request and retries, then frees every cached block that is not split and retries
+/// again (pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp@001074d2, `malloc`:
+/// `release_available_cached_blocks`, `release_cached_blocks`; the comment above the
+/// message: "the only remaining cached memory is split from a larger block that is
+/// partially in-use"). So the reserved-but-unallocated memory in the message is the
+/// free tails of live segments, and some of it is always there. It explains the failure
+/// (fragmentation) only when it covers the request and is a material part of the device:
+/// with less than a tenth of the device as slack, even a perfect allocator leaves the
+/// job at the edge of the card, and the fix that holds is a smaller working set; that
+/// case is `fragmentation_possible`, hedged, not `fragmentation`.
+fn pytorch_allocator(f: &Finding, x: &mut Facts) {
+    let s = &f.sizes;
+    // "cached" (<= 1.3) is reserved-but-unallocated; 1.4-2.0 print "reserved in total".
+    let cached_free = s.reserved_unallocated.or_else(|| s.reserved.zip(s.allocated).map(|(r, a)| r.saturating_sub(a)));
+    // What PyTorch's allocator holds on the device: reserved in total (1.4-2.0), else
+    // allocated plus reserved-but-unallocated (<= 1.3 and >= 2.1).
+    let pytorch_held = s.reserved.or_else(|| s.allocated.map(|a| a + s.reserved_unallocated.unwrap_or(0)));
+    let device = s.total.or_else(|| pytorch_held.map(|p| p + s.free.unwrap_or(0)));
+    let material = |bytes: u64| device.is_some_and(|d| bytes.saturating_mul(10) >= d);
+    if let Some(cf) = cached_free {
+        x.var("cached_free_h", format_bytes(cf));
+    }
+    if let (Some(cf), Some(req)) = (cached_free, s.requested) {
+        if cf >= req {
+            if material(cf) {
+                x.set("fragmentation");
+            } else {
+                x.set("fragmentation_possible");
+            }
+        }
+    }
+    // Expandable segments can map driver-free memory and free cached pages into one
+    // range: the request can succeed when the two together cover it (and they are more
+    // than a sliver of the device, as above).
+    if let (Some(cf), Some(free), Some(req)) = (cached_free, s.free, s.requested) {
+        if cf.saturating_add(free) >= req && material(cf.saturating_add(free)) {
+            x.set("free_plus_cached_covers");
+        }
+    }
+    if let (Some(req), Some(total)) = (s.requested, s.total) {
+        if req > total {
+            x.set("request_exceeds_capacity");
+        }
+    }
+    if let Some(total) = s.total {
+        x.var("device_total_h", format_bytes(total));
+        // Cards of 4 GiB or less: the CUDA context and a display take a large share.
+        if total <= 4 << 30 {
+            x.set("small_device");
+        }
+    }
+    let Some((total, free)) = s.total.zip(s.free) else { return };
+    let busy = total.saturating_sub(free);
+    let threshold = s.requested.unwrap_or(0).max(total / 10);
+    // Other processes: only what the message's process lines state ("Process N has X
+    // memory in use"); this process's own line reads "this process has X" (`used`).
+    let processes: u64 = f
+        .details
+        .get("processes")
+        .and_then(|p| p.as_array())
+        .map(|list| list.iter().filter_map(|p| p.get("bytes").and_then(|b| b.as_u64())).sum())
+        .unwrap_or(0);
+    if processes > 0 {
+        x.var("others_h", format_bytes(processes));
+        if processes >= threshold {
+            x.set("other_processes");
+        }
+    }
+    if let Some(held) = pytorch_held {
+        let elsewhere = busy.saturating_sub(held);
+        x.var("elsewhere_h", format_bytes(elsewhere));
+        if let Some(used) = s.used {
+            x.var("outside_h", format_bytes(used.saturating_sub(held)));
+        }
+        // Held on the device but not by this allocator, and no process lines to say by
+        // whom: this process's CUDA context and libraries, other processes, a display.
+        if processes == 0 && elsewhere >= threshold && elsewhere > 0 {
+            x.set("held_outside_allocator");
         }
     }
 }
