@@ -33,10 +33,10 @@ fn fake_diagnose(log: &[u8], lang: Lang) -> Result<Value, EngineError> {
         "line": 1, "end_line": 2,
         "culprit": { "op": first_line },
         "cause": format!("cause: {first_line}"),
-        "fixes": [{ "id": e.fixes[0].id, "title": e.fixes[0].title.get(lang), "detail": null,
+        "fixes": [{ "id": e.fixes[0].id, "category": e.fixes[0].category, "title": e.fixes[0].title.get(lang), "detail": null,
                     "code": "compiler_params=pltpu.CompilerParams(vmem_limit_bytes=40894464)", "code_lang": "python",
                     "versions": "jax >= 0.4.36", "references": [{ "title": "docs", "url": "https://example.com/docs" }] }],
-        "dead_ends": [{ "id": "d", "action": "Empty the cache", "why": "it is a compile-time failure" }],
+        "dead_ends": [{ "id": "d", "category": "release-other-memory", "action": "Empty the cache", "why": "it is a compile-time failure" }],
         "references": [{ "title": "evil", "url": "javascript:alert(1)" }],
     }]}))
 }
