@@ -4,7 +4,7 @@
 use crate::facts::case::Case;
 use crate::facts::version::{rules_out, Requirement};
 use crate::facts::Facts;
-use crate::finding::{DeadEndOut, Finding, FixOut, RefOut};
+use crate::finding::{DeadEndOut, Finding, FixOut, Measured, Outcome, Outcomes, RefOut};
 use crate::grammar;
 use oomdoc_kb::{render, Entry, Lang, Text};
 
@@ -56,8 +56,9 @@ fn refs(entry: &Entry, keys: &[String]) -> Vec<RefOut> {
 /// Fill cause, fixes, dead ends and references of `f` from `entry`.
 pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
     f.title = entry.title.get(lang).to_string();
-    f.cause = entry.causes.iter().filter(|c| facts.holds(&c.when)).find_map(|c| fill_text(&c.text, lang, facts));
-    let mut rank = 0;
+    let cause = entry.causes.iter().filter(|c| facts.holds(&c.when)).find_map(|c| Some((c, fill_text(&c.text, lang, facts)?)));
+    f.cause_confidence = cause.as_ref().map(|(c, _)| cause_confidence(&c.when).to_string());
+    f.cause = cause.map(|(_, text)| text);
     let mut applied: Vec<(String, Option<String>)> = Vec::new();
     f.fixes = entry
         .fixes
@@ -78,10 +79,9 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
                 return None;
             }
             applied.push((fx.id.clone(), code.clone()));
-            rank += 1;
             Some(FixOut {
                 id: fx.id.clone(),
-                rank,
+                rank: 0,
                 category: fx.category,
                 title,
                 detail,
@@ -89,9 +89,30 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
                 code_lang: fx.code_lang.clone(),
                 versions: fx.versions.clone(),
                 references: refs(entry, &fx.refs),
+                measured: None,
             })
         })
         .collect();
+    let measured = oomdoc_kb::outcomes::for_entry(&entry.id);
+    rank(&mut f.fixes, entry, measured, Ranking::Measured);
+    if let Some(m) = measured {
+        for fx in &mut f.fixes {
+            fx.measured = Some(Measured { fixed: m.count(fx.category.as_str()), threads: m.threads });
+        }
+        let mut categories: Vec<Outcome> =
+            m.categories.iter().map(|(c, o)| Outcome { category: c.clone(), count: o.count, links: o.links.clone() }).collect();
+        categories.sort_by(|a, b| b.count.cmp(&a.count).then(a.category.cmp(&b.category)));
+        f.outcomes = Some(Outcomes { threads: m.threads, categories });
+    }
+    // A known regression in the range of a version this log prints: moving to another
+    // release is the first fix, with its evidence.
+    let known = regressions_for(f, lang);
+    if !known.is_empty() {
+        f.fixes.splice(0..0, known);
+        for (i, fx) in f.fixes.iter_mut().enumerate() {
+            fx.rank = i as u32 + 1;
+        }
+    }
     f.dead_ends = entry
         .dead_ends
         .iter()
@@ -107,4 +128,90 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
         })
         .collect();
     f.references = entry.references.iter().map(|r| RefOut { title: r.title.clone(), url: r.url.clone() }).collect();
+}
+
+/// How fixes that apply are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ranking {
+    /// The knowledge-base file's order.
+    FileOrder,
+    /// Fixes the log's numbers single out (a positive mechanism condition in `when`) first;
+    /// then, within each group, the category that fixed the most public threads of this
+    /// entry (`kb/outcomes.json`); ties keep the file's order.
+    Measured,
+}
+
+/// Conditions that say what the job is or that the message has numbers, not which
+/// mechanism failed: they do not single a fix out.
+fn names_a_mechanism(condition: &str) -> bool {
+    !(condition.starts_with('!')
+        || condition.starts_with("framework_")
+        || condition.starts_with("os_")
+        || condition.ends_with("_api_ok")
+        || matches!(
+            condition,
+            "has_sizes" | "no_sizes" | "space_hbm" | "space_vmem" | "training" | "inference" | "serving" | "warning_only" | "fragmentation_possible" | "small_device"
+        ))
+}
+
+/// Order `fixes` (already gated) and number them from 1.
+pub fn rank(fixes: &mut [FixOut], entry: &Entry, measured: Option<&oomdoc_kb::outcomes::EntryOutcomes>, how: Ranking) {
+    let position = |id: &str| entry.fixes.iter().position(|f| f.id == id).unwrap_or(usize::MAX);
+    let singled_out = |id: &str| entry.fixes.iter().find(|f| f.id == id).is_some_and(|f| f.when.iter().any(|w| names_a_mechanism(w)));
+    if how == Ranking::Measured {
+        fixes.sort_by_key(|fx| {
+            let fixed = measured.map_or(0, |m| m.count(fx.category.as_str()));
+            (!singled_out(&fx.id), std::cmp::Reverse(fixed), position(&fx.id))
+        });
+    } else {
+        fixes.sort_by_key(|fx| position(&fx.id));
+    }
+    for (i, fx) in fixes.iter_mut().enumerate() {
+        fx.rank = i as u32 + 1;
+    }
+}
+
+/// Fixes from `kb/regressions/`: a regression of one of this entry's failures whose
+/// affected range holds a version the log prints (a message-dated range is too coarse).
+fn regressions_for(f: &Finding, lang: Lang) -> Vec<FixOut> {
+    let mut out = Vec::new();
+    for r in oomdoc_kb::regression::regressions().iter().filter(|r| r.entries.iter().any(|e| *e == f.id)) {
+        let Some(req) = r.requirement() else { continue };
+        let Some(fact) = f.case.versions.get(&req.library) else { continue };
+        if !fact.printed_within(req.at_least.as_ref(), req.below.as_ref()) {
+            continue;
+        }
+        let reported = match (r.status.as_str(), lang) {
+            ("reported", Lang::Zh) => "（依据公开讨论，未在发布说明中核实）",
+            ("reported", _) => " (reported in the thread; not checked in release notes)",
+            _ => "",
+        };
+        out.push(FixOut {
+            id: format!("regression:{}", r.id),
+            rank: 0,
+            category: oomdoc_kb::FixCategory::UpgradeOrDowngrade,
+            title: format!("{}{}", r.title.get(lang), reported),
+            detail: Some(r.fix.get(lang).to_string()),
+            code: None,
+            code_lang: None,
+            versions: Some(format!("{} (this log: {} {})", r.affected, req.library, fact.version.as_deref().unwrap_or("?"))),
+            references: r.links.iter().map(|l| RefOut { title: r.quote.clone(), url: l.clone() }).collect(),
+            measured: None,
+        });
+    }
+    out
+}
+
+/// `established` when the cause rests on a mechanism the numbers prove, `hedged` when it
+/// names the likeliest explanations because the numbers cannot tell them apart, `generic`
+/// for the entry's general cause.
+fn cause_confidence(when: &[String]) -> &'static str {
+    let hedges = ["fragmentation_possible", "!xla_generated_op", "held_outside_allocator"];
+    if when.iter().any(|w| hedges.contains(&w.as_str())) {
+        "hedged"
+    } else if when.iter().any(|w| names_a_mechanism(w)) {
+        "established"
+    } else {
+        "generic"
+    }
 }

@@ -272,6 +272,8 @@ fn build(hit: &Hit, flat: &normalize::Flat) -> Finding {
         cause: None,
         fixes: Vec::new(),
         dead_ends: Vec::new(),
+        outcomes: None,
+        cause_confidence: None,
         references: Vec::new(),
         excerpt,
         memory: None,

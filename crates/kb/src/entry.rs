@@ -431,6 +431,9 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("host_arena", "the failing ONNX Runtime arena is the CPU (host) arena"),
     ("tactic_skipped", "TensorRT skipped a tactic for lack of memory and went on building (not fatal by itself)"),
     // The case around the failure (crates/diagnose/src/facts/case.rs), read from the whole block of log text.
+    ("total_tokens_failed", "TGI: the router's check names max_total_tokens alone (the total-token budget, not the prefill batch, is too large)"),
+    ("exceeds_every_gpu", "GPU shared memory: the kernel needs more per block than any GPU in the hardware table offers (no GPU swap helps)"),
+    ("xla_generated_op", "TPU: the culprit is an op XLA generated itself (its name is an HLO opcode: fusion, convolution, dot, ...), not a custom call"),
     ("fragmentation_possible", "PyTorch: reserved-but-unallocated memory covers the request but is under a tenth of the device (after the allocator's own free-and-retry): a shortage first, fragmentation second"),
     ("held_outside_allocator", "PyTorch: device memory in use beyond what PyTorch's allocator holds is >= the request (or >= 10% of the device), and the message has no per-process lines to say whose it is"),
     ("small_device", "PyTorch: the device's total capacity is 4 GiB or less (the CUDA context and a display take a large share)"),
@@ -474,7 +477,7 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ("over_pct", "overshoot as a percentage of the limit, one decimal"),
     ("ratio", "need / limit, two decimals"),
     ("shrink_pct", "how much the need must shrink to fit, percent, one decimal"),
-    ("vmem_limit_bytes", "a per-kernel VMEM limit that covers the reported need (rounded up to 1 MiB)"),
+    ("vmem_limit_bytes", "a per-kernel VMEM limit that covers the reported need with a quarter of headroom (need x 1.25, rounded up to 1 MiB)"),
     ("vmem_limit_mib", "the same in MiB"),
     ("scoped_vmem_limit_kib", "a value for --xla_tpu_scoped_vmem_limit_kib strictly above vmem_limit_bytes (one MiB more)"),
     ("chip_vmem_h", "physical VMEM per core of the chip(s) consistent with the log"),

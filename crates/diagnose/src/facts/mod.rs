@@ -117,6 +117,21 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str) -> Fact
     if c.custom_call_target.is_some() {
         x.set("custom_call");
     }
+    // XLA names an instruction after its opcode (`fusion.12`, `convolution.3`): such a culprit
+    // is XLA's own op, not a kernel the user wrote. Any other name (`flash_attention.1`) with
+    // no custom-call target shown leaves it open.
+    let hlo_opcode = c.op.as_deref().map(|o| o.trim_start_matches('%')).map(|o| o.split('.').next().unwrap_or(o)).is_some_and(|stem| {
+        matches!(
+            stem,
+            "fusion" | "convolution" | "dot" | "reduce" | "reduce-window" | "select-and-scatter" | "copy" | "transpose" | "broadcast"
+                | "concatenate" | "slice" | "dynamic-slice" | "dynamic-update-slice" | "gather" | "scatter" | "sort" | "pad" | "reshape"
+                | "all-gather" | "all-reduce" | "reduce-scatter" | "all-to-all" | "collective-permute" | "while" | "conditional"
+                | "add" | "multiply" | "select" | "convert" | "iota" | "exponential" | "bitcast" | "copy-start" | "copy-done"
+        )
+    });
+    if !is_pallas && (hlo_opcode || c.custom_call_target.as_deref().is_some_and(|t| t != "tpu_custom_call")) {
+        x.set("xla_generated_op");
+    }
     // Listed allocations.
     let allocs = &c.allocations;
     if !allocs.is_empty() {
@@ -281,7 +296,9 @@ fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
     if matches!(id, "tpu.scoped-vmem" | "tpu.vmem-program" | "tpu.allocation-exceeds-memory") && f.memory_space.as_deref() == Some("vmem") {
         let need = s.used.or(s.requested);
         if let Some(need) = need {
-            let covered = need.div_ceil(MIB).max(1) * MIB;
+            // Headroom: the compiler's real need grows with spills and temporaries, so the
+            // suggested limit is the need plus a quarter, rounded up to a MiB (never the need itself).
+            let covered = (need + need / 4).div_ceil(MIB).max(1) * MIB;
             x.var("vmem_limit_bytes", covered.to_string());
             x.var("vmem_limit_mib", (covered / MIB).to_string());
             // jax's docstring: the flag's N KiB must be strictly above vmem_limit_bytes. The
@@ -290,7 +307,14 @@ fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
             // this log states, and so never lowers the limit in effect.
             let above_limit = s.limit.map_or(0, |l| l.div_ceil(MIB) * 1024 + 1024);
             x.var("scoped_vmem_limit_kib", (covered / 1024 + 1024).max(above_limit).to_string());
-            let chips = crate::hardware::tpu_chips_for_scoped_limit(s.limit);
+            // E1001's limit is a scoped default (16/32 MiB) that names the chips; the Y of
+            // "Used X of Y vmem" is the VMEM limit in effect (a kernel's vmem_limit_bytes or
+            // the scoped default), which raising lifts only on a chip with more VMEM than Y.
+            let chips = if id == "tpu.vmem-program" {
+                s.limit.map(crate::hardware::tpu_chips_with_vmem_above).unwrap_or_default()
+            } else {
+                crate::hardware::tpu_chips_for_scoped_limit(s.limit)
+            };
             // The chip is not named in the log: the fix can work if it fits on at least one
             // chip whose default limit matches (flag range: up to physical VMEM − 1 MiB).
             if let Some(max_vmem) = chips.iter().map(|c| c.1).max() {
@@ -314,6 +338,9 @@ fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
                 x.var("gpu_family", fam);
             }
             if let Some(req) = s.requested {
+                if req > crate::hardware::largest_shared_per_block() {
+                    x.set("exceeds_every_gpu");
+                }
                 if req > limit {
                     x.var("smem_over", (req - limit).to_string());
                     x.var("stages_hint", stages_hint(req, limit));
@@ -384,10 +411,18 @@ fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
     if id == "tgi.warmup-oom" {
         if let Some(n) = detail_u64("prefill_tokens") {
             x.var("prefill_tokens", n.to_string());
-            x.var("prefill_tokens_fit", (n / 2).max(1).to_string());
+            // Half of one token is no budget: then the prefill budget is not what to lower.
+            if n >= 2 {
+                x.var("prefill_tokens_fit", (n / 2).to_string());
+            }
         }
         if let Some(n) = detail_u64("total_tokens") {
             x.var("total_tokens", n.to_string());
+            // The router's check names max_total_tokens alone: that budget, not the
+            // prefill batch, is the one too large.
+            if detail_u64("prefill_tokens").is_none() {
+                x.set("total_tokens_failed");
+            }
         }
     }
     if id == "tensorflow.oom-tensor" {
@@ -459,7 +494,7 @@ fn pytorch_allocator(f: &Finding, x: &mut Facts) {
     // range: the request can succeed when the two together cover it (and they are more
     // than a sliver of the device, as above).
     if let (Some(cf), Some(free), Some(req)) = (cached_free, s.free, s.requested) {
-        if cf.saturating_add(free) >= req && material(cf.saturating_add(free)) {
+        if free < req && cf < req && cf.saturating_add(free) >= req && material(cf.saturating_add(free)) {
             x.set("free_plus_cached_covers");
         }
     }
@@ -467,6 +502,10 @@ fn pytorch_allocator(f: &Finding, x: &mut Facts) {
         if req > total {
             x.set("request_exceeds_capacity");
         }
+    }
+    // An "allowed" cap at the device's whole capacity is no cap (a fraction of 1.0).
+    if s.limit.zip(s.total).is_some_and(|(l, t)| l >= t) {
+        x.conditions.remove("memory_fraction_cap");
     }
     if let Some(total) = s.total {
         x.var("device_total_h", format_bytes(total));
