@@ -465,10 +465,10 @@ fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
 /// message: "the only remaining cached memory is split from a larger block that is
 /// partially in-use"). So the reserved-but-unallocated memory in the message is the
 /// free tails of live segments, and some of it is always there. It explains the failure
-/// (fragmentation) only when it covers the request and is a material part of the device:
-/// with less than a tenth of the device as slack, even a perfect allocator leaves the
-/// job at the edge of the card, and the fix that holds is a smaller working set; that
-/// case is `fragmentation_possible`, hedged, not `fragmentation`.
+/// (fragmentation) only when it covers the request and is a material part of the device
+/// (a tenth of it, or twice the request and a twentieth of it): below that, even a
+/// perfect allocator leaves the job at the edge of the card, and the fix that holds is a
+/// smaller working set; that case is `fragmentation_possible`, hedged, not `fragmentation`.
 fn pytorch_allocator(f: &Finding, x: &mut Facts) {
     let s = &f.sizes;
     // "cached" (<= 1.3) is reserved-but-unallocated; 1.4-2.0 print "reserved in total".
@@ -481,9 +481,12 @@ fn pytorch_allocator(f: &Finding, x: &mut Facts) {
     if let Some(cf) = cached_free {
         x.var("cached_free_h", format_bytes(cf));
     }
+    // Slack of at least twice the request and a twentieth of the device also counts: it
+    // still holds the request with as much again to spare.
+    let material_for = |cf: u64, req: u64| material(cf) || (cf >= req.saturating_mul(2) && device.is_some_and(|d| cf.saturating_mul(20) >= d));
     if let (Some(cf), Some(req)) = (cached_free, s.requested) {
         if cf >= req {
-            if material(cf) {
+            if material_for(cf, req) {
                 x.set("fragmentation");
             } else {
                 x.set("fragmentation_possible");
@@ -539,7 +542,9 @@ fn pytorch_allocator(f: &Finding, x: &mut Facts) {
         }
         // Held on the device but not by this allocator, and no process lines to say by
         // whom: this process's CUDA context and libraries, other processes, a display.
-        if processes == 0 && elsewhere >= threshold && elsewhere > 0 {
+        // The context and a display alone take a sizeable share of a card, so only a fifth
+        // of the device or more (and at least the request) is called out.
+        if processes == 0 && elsewhere >= s.requested.unwrap_or(0).max(total / 5) && elsewhere > 0 {
             x.set("held_outside_allocator");
         }
     }
