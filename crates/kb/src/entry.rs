@@ -431,6 +431,7 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("host_arena", "the failing ONNX Runtime arena is the CPU (host) arena"),
     ("tactic_skipped", "TensorRT skipped a tactic for lack of memory and went on building (not fatal by itself)"),
     // The case around the failure (crates/diagnose/src/facts/case.rs), read from the whole block of log text.
+    ("windows_commit_limit", "host memory on Windows: allocations fail at the commit limit (RAM plus page file), which the page file's size sets"),
     ("total_tokens_failed", "TGI: the router's check names max_total_tokens alone (the total-token budget, not the prefill batch, is too large)"),
     ("exceeds_every_gpu", "GPU shared memory: the kernel needs more per block than any GPU in the hardware table offers (no GPU swap helps)"),
     ("xla_generated_op", "TPU: the culprit is an op XLA generated itself (its name is an HLO opcode: fusion, convolution, dot, ...), not a custom call"),

@@ -89,7 +89,8 @@ grammar!(serving_words, r"(?i)api_server|\bserve\b|\bserving\b|uvicorn|EngineCor
 grammar!(inference_words, r"(?i)\.generate\(|\bgenerate\b|\binference\b|inference_mode|no_grad|\bpipeline\(|txt2img|img2img|\bsampler\b|KSampler|\bpredict\(|LLM\(model|\bllm\.generate|\beval\(\)");
 grammar!(training_words, r"(?i)backward|autograd|value_and_grad|optimizer\.step|\btrain_step\b|\btraining\b|\btrainer\b|\btrain\.py\b|\bepoch\b|\bfit\(|jvp\(|transpose\(jvp|/grad\b|\bfine-?tun|\bsft\b|\blora\b");
 
-grammar!(os_windows, r"(?i)\b[A-Z]:\\|\\site-packages\\|\bWinError\b|\bwin32\b|\bwin_amd64\b|\bWindows\b|\.exe\b|\.dll\b");
+// PyTorch's CPU allocator says "not enough memory" only in its Windows branch (alloc_cpu.cpp).
+grammar!(os_windows, r"(?i)DefaultCPUAllocator: not enough memory|\b[A-Z]:\\|\\site-packages\\|\bWinError\b|\bwin32\b|\bwin_amd64\b|\bWindows\b|\.exe\b|\.dll\b");
 grammar!(os_macos, r"(?i)Killed: 9|\bdarwin\b|\bmacOS\b|\bmacosx\b|/opt/homebrew|\.dylib\b|/Library/Frameworks|(?:^|[\s\x22'(])/Users/|\bApple M\d|\bMetal\b");
 grammar!(os_linux, r"(?i)\blinux\b|(?:^|[\s\x22'(])/home/|(?:^|[\s\x22'(])/root/|/usr/lib/python|/usr/local/lib/python|/opt/conda|\bdmesg\b|oom-kill|Killed process|\bmanylinux|\bWSL\b");
 
@@ -108,7 +109,9 @@ grammar!(
     engine_arg,
     r"(?i)\b-{0,2}(gpu[_-]memory[_-]utilization|max[_-]model[_-]len|max[_-]num[_-]seqs|max[_-]num[_-]batched[_-]tokens|tensor[_-]parallel[_-]size|pipeline[_-]parallel[_-]size|enforce[_-]eager|kv[_-]cache[_-]dtype|max[_-]batch[_-]prefill[_-]tokens|max[_-]batch[_-]total[_-]tokens|max[_-]total[_-]tokens|max[_-]input[_-](?:tokens|length)|mem[_-]fraction[_-]static|cuda[_-]memory[_-]fraction|max[_-]running[_-]requests|chunked[_-]prefill[_-]size|n[_-]gpu[_-]layers|ctx[_-]size|n[_-]ctx|num[_-]ctx|per[_-]device[_-]train[_-]batch[_-]size|gradient[_-]accumulation[_-]steps|micro[_-]batch[_-]size|batch[_-]size)['\x22]?(?:\s*[:=]\s*|\s+)['\x22]?(Some\(\d+\)|\d+(?:\.\d+)?|True|False|true|false|auto|fp8\w*|None)"
 );
-grammar!(host_cgroup, r"(?i)memcg|Memory cgroup out of memory|CONSTRAINT_MEMCG|OOMKilled|cgroup|memory\.max|container memory limit");
+// Containers and batch schedulers run jobs in a memory cgroup (Docker, Kubernetes, Slurm's
+// task/cgroup plugin); Docker Desktop's VM has a fixed memory size.
+grammar!(host_cgroup, r"(?i)memcg|Memory cgroup out of memory|CONSTRAINT_MEMCG|OOMKilled|cgroup|memory\.max|container memory limit|slurmstepd|oom[-_]kill event|\bdocker\b|docker-compose|Service '[^']+' failed to build|exited with code 137|\bkubectl\b|\bpod\b");
 grammar!(host_rlimit, r"(?i)\bulimit\b|RLIMIT_|setrlimit|virtual memory exhausted");
 grammar!(host_physical, r"CONSTRAINT_NONE|Out of memory: Kill(?:ed)? process|global_oom");
 

@@ -194,6 +194,11 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str) -> Fact
         Some("vmem") => x.set("space_vmem"),
         _ => {}
     }
+    // Windows refuses an allocation at the commit limit (RAM plus page file), which the
+    // page file's size sets: for host memory there, raising it is a fix the case singles out.
+    if f.case.os.as_deref() == Some("windows") && (f.memory_space.as_deref() == Some("host") || f.id.starts_with("host.")) {
+        x.set("windows_commit_limit");
+    }
     family_facts(f, &mut x, block);
     x
 }
