@@ -137,7 +137,8 @@ pub enum Ranking {
     FileOrder,
     /// Fixes the log's numbers single out (a positive mechanism condition in `when`) first;
     /// then, within each group, the category that fixed the most public threads of this
-    /// entry (`kb/outcomes.json`); ties keep the file's order.
+    /// entry (`kb/outcomes.json`); ties keep the file's order. One fix of each category
+    /// comes before a second fix of any category.
     Measured,
 }
 
@@ -163,6 +164,13 @@ pub fn rank(fixes: &mut [FixOut], entry: &Entry, measured: Option<&oomdoc_kb::ou
             let fixed = measured.map_or(0, |m| m.count(fx.category.as_str()));
             (!singled_out(&fx.id), std::cmp::Reverse(fixed), position(&fx.id))
         });
+        // One fix of each kind before a second of any kind: the first three are three
+        // different changes where the entry has them.
+        let mut seen = std::collections::BTreeSet::new();
+        let (firsts, rest): (Vec<FixOut>, Vec<FixOut>) = fixes.iter().cloned().partition(|fx| seen.insert(fx.category));
+        for (slot, fx) in fixes.iter_mut().zip(firsts.into_iter().chain(rest)) {
+            *slot = fx;
+        }
     } else {
         fixes.sort_by_key(|fx| position(&fx.id));
     }

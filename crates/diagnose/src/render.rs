@@ -173,7 +173,7 @@ fn finding_text(out: &mut String, f: &Finding, lang: Lang, st: &Style, total_fil
         for fx in &f.fixes {
             let v = fx.versions.as_deref().map(|v| format!(" {}({v}){}", st.dim, st.reset)).unwrap_or_default();
             let _ = writeln!(out, "    {}. {} {}[{}]{}{}", fx.rank, fx.title, st.dim, fx.category, st.reset, v);
-            if let Some(m) = fx.measured.filter(|m| m.fixed > 0) {
+            if let Some(m) = fx.measured.filter(|m| m.fixed > 0 && first_of_kind(f, fx)) {
                 let _ = writeln!(out, "       {}{}{}", st.dim, measured_words(fx.category.as_str(), m, lang), st.reset);
             }
             if let Some(code) = &fx.code {
@@ -223,7 +223,7 @@ pub fn markdown(report: &Report, lang: Lang) -> String {
             for fx in &f.fixes {
                 let v = fx.versions.as_deref().map(|v| format!(" _({v})_")).unwrap_or_default();
                 let _ = writeln!(out, "{}. {} `[{}]`{}", fx.rank, fx.title, fx.category, v);
-                if let Some(m) = fx.measured.filter(|m| m.fixed > 0) {
+                if let Some(m) = fx.measured.filter(|m| m.fixed > 0 && first_of_kind(f, fx)) {
                     let _ = writeln!(out, "   _{}_", measured_words(fx.category.as_str(), m, lang));
                 }
                 if let Some(code) = &fx.code {
@@ -254,4 +254,9 @@ pub fn measured_words(category: &str, m: crate::finding::Measured, lang: Lang) -
         Lang::Zh => format!("此类修复（{kind}）在 {} 个公开讨论中解决了其中 {} 个同类失败", m.threads, m.fixed),
         Lang::En => format!("{kind} fixed {} of {} public threads with this failure (links: --format json)", m.fixed, m.threads),
     }
+}
+
+/// Whether `fx` is the first fix of its category in the finding (the count is shown once).
+fn first_of_kind(f: &crate::Finding, fx: &crate::FixOut) -> bool {
+    f.fixes.iter().find(|x| x.category == fx.category).is_some_and(|x| x.id == fx.id)
 }
