@@ -138,7 +138,7 @@ pub enum Ranking {
     /// Fixes the log's numbers single out (a positive mechanism condition in `when`) first;
     /// then, within each group, the category that fixed the most public threads of this
     /// entry (`kb/outcomes.json`); ties keep the file's order. One fix of each category
-    /// comes before a second fix of any category.
+    /// comes before a second fix of any category; `investigate` fixes come last.
     Measured,
 }
 
@@ -166,9 +166,13 @@ pub fn rank(fixes: &mut [FixOut], entry: &Entry, measured: Option<&oomdoc_kb::ou
         });
         // One fix of each kind before a second of any kind: the first three are three
         // different changes where the entry has them.
+        // "Find out more" (a snapshot, a dump) comes after every change that can fix it,
+        // unless the numbers single it out.
         let mut seen = std::collections::BTreeSet::new();
-        let (firsts, rest): (Vec<FixOut>, Vec<FixOut>) = fixes.iter().cloned().partition(|fx| seen.insert(fx.category));
-        for (slot, fx) in fixes.iter_mut().zip(firsts.into_iter().chain(rest)) {
+        let investigate = |fx: &FixOut| fx.category == oomdoc_kb::FixCategory::Investigate && !singled_out(&fx.id);
+        let (later, now): (Vec<FixOut>, Vec<FixOut>) = fixes.iter().cloned().partition(|fx| investigate(fx));
+        let (firsts, rest): (Vec<FixOut>, Vec<FixOut>) = now.into_iter().partition(|fx| seen.insert(fx.category));
+        for (slot, fx) in fixes.iter_mut().zip(firsts.into_iter().chain(rest).chain(later)) {
             *slot = fx;
         }
     } else {
