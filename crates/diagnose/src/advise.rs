@@ -87,9 +87,10 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
                 detail,
                 code,
                 code_lang: fx.code_lang.clone(),
-                versions: fx.versions.clone(),
+                versions: fx.versions_in(lang),
                 references: refs(entry, &fx.refs),
                 measured: None,
+                verified: entry.fix_verified(fx),
             })
         })
         .collect();
@@ -124,6 +125,7 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
                 action: fill_text(&d.action, lang, facts)?,
                 why: fill_text(&d.why, lang, facts)?,
                 references: refs(entry, &d.refs),
+                verified: entry.dead_end_verified(d),
             })
         })
         .collect();
@@ -209,6 +211,8 @@ fn regressions_for(f: &Finding, lang: Lang) -> Vec<FixOut> {
             versions: Some(format!("{} (this log: {} {})", r.affected, req.library, fact.version.as_deref().unwrap_or("?"))),
             references: r.links.iter().map(|l| RefOut { title: r.quote.clone(), url: l.clone() }).collect(),
             measured: None,
+            // Only a range checked in release notes or source counts as verified.
+            verified: r.status == "verified",
         });
     }
     out

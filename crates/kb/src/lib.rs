@@ -13,6 +13,7 @@ mod template;
 pub mod outcomes;
 pub mod regression;
 pub mod version;
+pub mod versions;
 pub mod view;
 
 pub use display::to_markdown;
