@@ -43,7 +43,11 @@ pub fn read_snapshot<R: std::io::Read>(path: &Path, reader: R, input_len: u64, l
     let mut budget = limits.budget_for(input_len);
     let pickle_limits = PickleLimits { max_values: limits.max_records.unwrap_or(PickleLimits::default().max_values), ..Default::default() };
     let p = pickle::read_pickle(reader, &mut budget, pickle_limits).map_err(|e| pickle_error(path, e))?;
-    let mut snap = snapshot::from_pickle(p).map_err(|e| MemoryError::Snapshot { path: path.to_path_buf(), message: e.0 })?;
+    let mut snap = snapshot::from_pickle(p, &mut budget).map_err(|e| match e {
+        snapshot::ShapeError::NotASnapshot(message) => MemoryError::Snapshot { path: path.to_path_buf(), message },
+        snapshot::ShapeError::TooLarge(e) => pickle_error(path, e.into()),
+    })?;
+    snap.budget_used = budget.used;
     snap.warnings.extend(analysis::consistency_warnings(&snap));
     Ok(snap)
 }

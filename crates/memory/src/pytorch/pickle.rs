@@ -319,9 +319,23 @@ impl Pickle {
     }
 }
 
-/// Bytes charged per value, container, string and memo slot (what each costs in the arenas).
-const VALUE_BYTES: u64 = 8;
-const CONTAINER_BYTES: u64 = 16 + 2 + 4;
+/// Makes room for `extra` more items in `v`, charging the capacity it adds (and
+/// checking the moment of the reallocation, when old and new buffers both exist), so
+/// that what the budget counts is what the arenas hold, growth slack included.
+pub(crate) fn reserve<T>(v: &mut Vec<T>, extra: usize, budget: &mut Budget, what: &'static str) -> Result<(), DecodeError> {
+    let need = v.len().saturating_add(extra);
+    if need <= v.capacity() {
+        return Ok(());
+    }
+    let each = std::mem::size_of::<T>().max(1) as u64;
+    // While the buffer moves, the old one (already charged) and the whole new one exist.
+    let doubled = need.max(v.capacity().saturating_mul(2)).max(16);
+    let new_cap = if budget.check_transient(doubled as u64 * each, what).is_ok() { doubled } else { need };
+    budget.check_transient(new_cap as u64 * each, what)?;
+    budget.charge((new_cap - v.capacity()) as u64 * each, what)?;
+    v.reserve_exact(new_cap - v.len());
+    Ok(())
+}
 
 struct Input<R> {
     inner: R,
@@ -402,13 +416,14 @@ impl Machine<'_> {
         if self.values > self.limits.max_values {
             return Err(PickleError::TooLarge { what: "the pickle's values", limit: self.limits.max_values, needed: self.values, records: true });
         }
-        Ok(self.budget.charge(n * VALUE_BYTES, "the pickle's values")?)
+        Ok(())
     }
     fn push(&mut self, v: Value, offset: u64) -> Result<(), PickleError> {
         if self.stack.len() >= self.limits.max_stack {
             return Err(PickleError::TooLarge { what: "the pickle's stack", limit: self.limits.max_stack as u64, needed: self.stack.len() as u64 + 1, records: true });
         }
         let _ = offset;
+        reserve(&mut self.stack, 1, self.budget, "the pickle's stack")?;
         self.stack.push(v);
         Ok(())
     }
@@ -424,16 +439,17 @@ impl Machine<'_> {
         if (INLINE_MIN as i128..=INLINE_MAX as i128).contains(&i) {
             return Ok(Value(T_INT | ((i as i64 as u64) << 4)));
         }
-        self.budget.charge(16, "the pickle's integers")?;
+        reserve(&mut self.p.bigs, 1, self.budget, "the pickle's integers")?;
         self.p.bigs.push(i);
         Ok(Value::new(T_BIG, self.p.bigs.len() as u64 - 1))
     }
     fn text<R: Read>(&mut self, input: &mut Input<R>, n: u64, tag: u64) -> Result<Value, PickleError> {
         self.count(1)?;
         // The declared length is charged before a byte is read or allocated.
-        self.budget.charge(n.saturating_add(8), "the pickle's strings")?;
+        let n_usize = usize::try_from(n).map_err(|_| PickleError::TooLarge { what: "a string", limit: usize::MAX as u64, needed: n, records: false })?;
+        reserve(&mut self.p.text, n_usize, self.budget, "the pickle's strings")?;
+        reserve(&mut self.p.text_ends, 1, self.budget, "the pickle's strings")?;
         let start = self.p.text.len();
-        self.p.text.reserve(n as usize);
         input.bytes_into(n, &mut self.p.text)?;
         if tag == T_STR && std::str::from_utf8(&self.p.text[start..]).is_err() {
             // Lone surrogates (Python's surrogatepass): keep a readable copy.
@@ -446,7 +462,7 @@ impl Machine<'_> {
     }
     fn container(&mut self, tag: u64, items: &[Value], offset: u64) -> Result<Value, PickleError> {
         self.count(1)?;
-        self.budget.charge(CONTAINER_BYTES, "the pickle's containers")?;
+        self.new_run()?;
         let id = self.p.runs.len() as u32;
         if id == NO_RUN {
             return Err(PickleError::TooLarge { what: "the pickle's containers", limit: NO_RUN as u64, needed: id as u64 + 1, records: true });
@@ -457,6 +473,12 @@ impl Machine<'_> {
         let v = Value::new(tag, id as u64);
         self.extend(v, items, offset)?;
         Ok(v)
+    }
+    fn new_run(&mut self) -> Result<(), PickleError> {
+        reserve(&mut self.p.runs, 1, self.budget, "the pickle's containers")?;
+        reserve(&mut self.p.meta, 1, self.budget, "the pickle's containers")?;
+        reserve(&mut self.p.tails, 1, self.budget, "the pickle's containers")?;
+        Ok(())
     }
     /// Adds `items` to the container `into` (a tuple only at creation).
     fn extend(&mut self, into: Value, items: &[Value], offset: u64) -> Result<(), PickleError> {
@@ -483,8 +505,7 @@ impl Machine<'_> {
             }
         }
         self.p.meta[c] = depth;
-        // Items already sit on the stack, charged as values; the arena copy costs the same again.
-        self.budget.charge(items.len() as u64 * VALUE_BYTES, "the pickle's containers")?;
+        reserve(&mut self.p.children, items.len(), self.budget, "the pickle's containers")?;
         let tail = self.p.tails[c] as usize;
         let arena_end = self.p.children.len() as u64;
         let t = self.p.runs[tail];
@@ -495,7 +516,7 @@ impl Machine<'_> {
         } else if t.start + t.len as u64 == arena_end && fits_u32 {
             self.p.runs[tail].len += items.len() as u32;
         } else {
-            self.budget.charge(CONTAINER_BYTES, "the pickle's containers")?;
+            self.new_run()?;
             let id = self.p.runs.len() as u32;
             self.p.runs.push(Run { start: arena_end, len: items.len() as u32, next: NO_RUN });
             self.p.runs[tail].next = id;
@@ -511,8 +532,8 @@ impl Machine<'_> {
         let top = *self.stack.last().ok_or(PickleError::Malformed { offset, message: "memo store with an empty stack".into() })?;
         let idx = idx as usize;
         if idx >= self.memo.len() {
-            let grow = (idx - self.memo.len() + 1) as u64;
-            self.budget.charge(grow.saturating_mul(VALUE_BYTES), "the pickle's memo")?;
+            let extra = idx - self.memo.len() + 1;
+            reserve(&mut self.memo, extra, self.budget, "the pickle's memo")?;
             self.memo.resize(idx + 1, Value(T_EMPTY));
         }
         self.memo[idx] = top;
@@ -596,6 +617,7 @@ pub fn read_pickle<R: Read>(reader: R, budget: &mut Budget, limits: PickleLimits
                 if m.marks.len() >= m.limits.max_stack {
                     return Err(PickleError::TooLarge { what: "open MARKs", limit: m.limits.max_stack as u64, needed: m.marks.len() as u64 + 1, records: true });
                 }
+                reserve(&mut m.marks, 1, m.budget, "the pickle's stack")?;
                 m.marks.push(m.stack.len());
             }
             b'0' => {
@@ -649,7 +671,7 @@ pub fn read_pickle<R: Read>(reader: R, budget: &mut Budget, limits: PickleLimits
             }
             b'G' => {
                 m.count(1)?;
-                m.budget.charge(8, "the pickle's floats")?;
+                reserve(&mut m.p.floats, 1, m.budget, "the pickle's floats")?;
                 m.p.floats.push(f64::from_be_bytes(input.array()?));
                 let v = Value::new(T_FLOAT, m.p.floats.len() as u64 - 1);
                 m.push(v, at)?;
@@ -685,7 +707,8 @@ pub fn read_pickle<R: Read>(reader: R, budget: &mut Budget, limits: PickleLimits
             }
             b'l' | b't' | b'd' => {
                 let k = m.pop_mark(at)?;
-                let items: Vec<Value> = m.stack.split_off(k);
+                let stack = std::mem::take(&mut m.stack);
+                let items = &stack[k..];
                 if op == b'd' && items.len() % 2 != 0 {
                     return Err(PickleError::Malformed { offset: at, message: "DICT with an odd number of items".into() });
                 }
@@ -694,7 +717,9 @@ pub fn read_pickle<R: Read>(reader: R, budget: &mut Budget, limits: PickleLimits
                     b'd' => T_DICT,
                     _ => T_TUPLE,
                 };
-                let v = m.container(tag, &items, at)?;
+                let v = m.container(tag, items, at)?;
+                m.stack = stack;
+                m.stack.truncate(k);
                 m.push(v, at)?;
             }
             0x85..=0x87 => {
@@ -703,8 +728,11 @@ pub fn read_pickle<R: Read>(reader: R, budget: &mut Budget, limits: PickleLimits
                 if m.stack.len() < floor + n {
                     return Err(PickleError::Malformed { offset: at, message: format!("TUPLE{n} with fewer than {n} values on the stack") });
                 }
-                let items = m.stack.split_off(m.stack.len() - n);
-                let v = m.container(T_TUPLE, &items, at)?;
+                let stack = std::mem::take(&mut m.stack);
+                let k = stack.len() - n;
+                let v = m.container(T_TUPLE, &stack[k..], at)?;
+                m.stack = stack;
+                m.stack.truncate(k);
                 m.push(v, at)?;
             }
             b'a' => {
@@ -715,8 +743,10 @@ pub fn read_pickle<R: Read>(reader: R, budget: &mut Budget, limits: PickleLimits
             b'e' => {
                 let k = m.pop_mark(at)?;
                 let list = m.target(k, T_LIST, at, "APPENDS")?;
-                let items = m.stack.split_off(k);
-                m.extend(list, &items, at)?;
+                let stack = std::mem::take(&mut m.stack);
+                m.extend(list, &stack[k..], at)?;
+                m.stack = stack;
+                m.stack.truncate(k);
             }
             b's' => {
                 let value = m.pop(at)?;
@@ -727,11 +757,13 @@ pub fn read_pickle<R: Read>(reader: R, budget: &mut Budget, limits: PickleLimits
             b'u' => {
                 let k = m.pop_mark(at)?;
                 let dict = m.target(k, T_DICT, at, "SETITEMS")?;
-                let items = m.stack.split_off(k);
-                if items.len() % 2 != 0 {
+                if (m.stack.len() - k) % 2 != 0 {
                     return Err(PickleError::Malformed { offset: at, message: "SETITEMS with an odd number of items".into() });
                 }
-                m.extend(dict, &items, at)?;
+                let stack = std::mem::take(&mut m.stack);
+                m.extend(dict, &stack[k..], at)?;
+                m.stack = stack;
+                m.stack.truncate(k);
             }
             b'q' => {
                 let i = input.byte()? as u64;

@@ -3,7 +3,8 @@
 //! bare segment list included); unknown keys and actions are ignored, missing ones
 //! take the defaults the official viewer uses.
 
-use super::pickle::{Items, Pickle, Ref, Value};
+use super::pickle::{reserve, Items, Pickle, Ref, Value};
+use crate::proto::hlo::{Budget, DecodeError};
 
 /// One stack frame; strings are ids into [`Snapshot::strings`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -111,6 +112,8 @@ pub struct Snapshot {
     pub stacks: Vec<Vec<Frame>>,
     strings: Pickle,
     pub warnings: Vec<String>,
+    /// Bytes charged to the read's budget (pickle arenas and the typed model).
+    pub budget_used: u64,
 }
 
 impl Snapshot {
@@ -122,12 +125,26 @@ impl Snapshot {
     }
 }
 
-/// What is not a snapshot.
+/// What is not a snapshot, or one whose typed form would pass the budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShapeError(pub String);
+pub enum ShapeError {
+    NotASnapshot(String),
+    TooLarge(DecodeError),
+}
 
-struct Builder<'p> {
+impl From<DecodeError> for ShapeError {
+    fn from(e: DecodeError) -> Self {
+        ShapeError::TooLarge(e)
+    }
+}
+
+fn not_snapshot(m: impl Into<String>) -> ShapeError {
+    ShapeError::NotASnapshot(m.into())
+}
+
+struct Builder<'p, 'b> {
     p: &'p Pickle,
+    budget: &'b mut Budget,
     stack_ids: std::collections::HashMap<u32, StackId>,
     stacks: Vec<Vec<Frame>>,
     /// Strings that were not memoized by the writer get an id per occurrence; an empty
@@ -153,17 +170,20 @@ fn int_i64(p: &Pickle, v: Option<Value>) -> Option<i64> {
     }
 }
 
-impl Builder<'_> {
-    fn stack(&mut self, v: Option<Value>) -> StackId {
-        let Some(v) = v else { return 0 };
-        let Some(items) = self.p.as_seq(v) else { return 0 };
+impl Builder<'_, '_> {
+    fn stack(&mut self, v: Option<Value>) -> Result<StackId, DecodeError> {
+        let Some(v) = v else { return Ok(0) };
+        let Some(items) = self.p.as_seq(v) else { return Ok(0) };
         if items.is_empty() {
-            return 0;
+            return Ok(0);
         }
         let key = self.p.container_id(v).expect("a sequence is a container");
         if let Some(&id) = self.stack_ids.get(&key) {
-            return id;
+            return Ok(id);
         }
+        // The frames, the stack's slot and its entry in the id map (about 32 bytes).
+        self.budget.charge(items.len() as u64 * std::mem::size_of::<Frame>() as u64 + 32, "the snapshot's stacks")?;
+        reserve(&mut self.stacks, 1, self.budget, "the snapshot's stacks")?;
         let frames: Vec<Frame> = items
             .iter()
             .filter_map(|f| self.p.as_dict(f))
@@ -177,39 +197,39 @@ impl Builder<'_> {
         let id = self.stacks.len() as StackId;
         self.stacks.push(frames);
         self.stack_ids.insert(key, id);
-        id
+        Ok(id)
     }
 }
 
 /// Reads the snapshot out of a decoded pickle (which keeps only its strings afterwards).
-pub fn from_pickle(mut p: Pickle) -> Result<Snapshot, ShapeError> {
+pub fn from_pickle(mut p: Pickle, budget: &mut Budget) -> Result<Snapshot, ShapeError> {
     let root = p.root;
     let mut snap = Snapshot { stacks: vec![Vec::new()], ..Default::default() };
     // A string id for "" (frames without a filename or name): appended by the reader
     // only if needed; use an id that reads as empty.
     let empty = u32::MAX;
-    let mut b = Builder { p: &p, stack_ids: Default::default(), stacks: vec![Vec::new()], empty };
+    let mut b = Builder { p: &p, budget, stack_ids: Default::default(), stacks: vec![Vec::new()], empty };
     let (segments_v, traces_v, dict) = match p.get(root) {
         Ref::Dict(d) => (d.get("segments"), d.get("device_traces"), Some(d)),
         // torch.cuda.memory_snapshot() returns only the segment list.
         Ref::List(_) => (Some(root), None, None),
-        _ => return Err(ShapeError("the pickle holds neither a dict with `segments` nor a list of segments; not a PyTorch memory snapshot".into())),
+        _ => return Err(not_snapshot("the pickle holds neither a dict with `segments` nor a list of segments; not a PyTorch memory snapshot")),
     };
     let Some(segments_v) = segments_v else {
-        return Err(ShapeError("the pickle's dict has no `segments` key; not a PyTorch memory snapshot".into()));
+        return Err(not_snapshot("the pickle's dict has no `segments` key; not a PyTorch memory snapshot"));
     };
     let Some(segments) = p.as_seq(segments_v) else {
-        return Err(ShapeError("`segments` is not a list".into()));
+        return Err(not_snapshot("`segments` is not a list"));
     };
     let mut seen = EntryKeys::default();
     let mut has_history = false;
     let mut has_block_frames = false;
     for (i, sv) in segments.iter().enumerate() {
         let Some(s) = p.as_dict(sv) else {
-            return Err(ShapeError(format!("segment {i} is not a dict; not a PyTorch memory snapshot")));
+            return Err(not_snapshot(format!("segment {i} is not a dict; not a PyTorch memory snapshot")));
         };
         if s.get("total_size").is_none() || s.get("blocks").is_none() {
-            return Err(ShapeError(format!("segment {i} has no `total_size` or `blocks`; not a PyTorch memory snapshot")));
+            return Err(not_snapshot(format!("segment {i} has no `total_size` or `blocks`; not a PyTorch memory snapshot")));
         }
         let address = int_u64(&p, s.get("address"));
         let pool_id = s.get("segment_pool_id").and_then(|v| p.as_seq(v)).map(|t| {
@@ -227,11 +247,12 @@ pub fn from_pickle(mut p: Pickle) -> Result<Snapshot, ShapeError> {
             segment_type: s.get("segment_type").and_then(|v| p.as_str(v)).unwrap_or("").to_string(),
             pool_id: pool_id.unwrap_or((0, 0)),
             is_expandable: s.get("is_expandable").and_then(|v| p.as_int(v)).is_some_and(|i| i != 0),
-            stack: b.stack(s.get("frames")),
+            stack: b.stack(s.get("frames"))?,
             blocks: Vec::new(),
         };
-        let blocks = s.get("blocks").and_then(|v| p.as_seq(v)).map(|b| b.iter().collect::<Vec<_>>()).unwrap_or_default();
-        seg.blocks.reserve_exact(blocks.len());
+        let blocks = s.get("blocks").and_then(|v| p.as_seq(v));
+        reserve(&mut seg.blocks, blocks.map_or(0, |b| b.len()), b.budget, "the snapshot's blocks")?;
+        let blocks = blocks.iter().flat_map(|b| b.iter());
         let mut next_addr = address;
         for bv in blocks {
             let Some(bd) = p.as_dict(bv) else { continue };
@@ -246,19 +267,23 @@ pub fn from_pickle(mut p: Pickle) -> Result<Snapshot, ShapeError> {
             };
             let (requested_size, stack) = if bd.get("frames").is_some() {
                 has_block_frames = true;
-                (int_u64(&p, bd.get("requested_size")), b.stack(bd.get("frames")))
+                (int_u64(&p, bd.get("requested_size")), b.stack(bd.get("frames"))?)
             } else {
-                legacy_block(&mut b, &bd, size)
+                legacy_block(&mut b, &bd, size)?
             };
             has_history |= bd.get("history").is_some();
             seg.blocks.push(Block { address: addr, size, requested_size, state, stack });
         }
+        reserve(&mut snap.segments, 1, b.budget, "the snapshot's segments")?;
         snap.segments.push(seg);
     }
     if let Some(traces) = traces_v.and_then(|v| p.as_seq(v)) {
         for (device, tv) in traces.iter().enumerate() {
-            let entries = p.as_seq(tv).map(|t| t.iter().collect::<Vec<_>>()).unwrap_or_default();
-            let mut out = Vec::with_capacity(entries.len());
+            let entries = p.as_seq(tv);
+            let n_entries = entries.map_or(0, |e| e.len());
+            let entries = entries.iter().flat_map(|t| t.iter());
+            let mut out = Vec::new();
+            reserve(&mut out, n_entries, b.budget, "the snapshot's trace")?;
             let _ = device;
             for ev in entries {
                 let Some(e) = p.as_dict(ev) else { continue };
@@ -271,7 +296,7 @@ pub fn from_pickle(mut p: Pickle) -> Result<Snapshot, ShapeError> {
                         Some("size") => entry.size = int_u64(&p, Some(v)),
                         Some("stream") => entry.stream = int_u64(&p, Some(v)),
                         Some("device_free") => entry.device_free = Some(int_u64(&p, Some(v))),
-                        Some("frames") => entry.stack = b.stack(Some(v)),
+                        Some("frames") => entry.stack = b.stack(Some(v))?,
                         Some("time_us") => {
                             entry.time_us = int_i64(&p, Some(v));
                             seen.time_us = true;
@@ -306,14 +331,14 @@ pub fn from_pickle(mut p: Pickle) -> Result<Snapshot, ShapeError> {
     Ok(snap)
 }
 
-fn legacy_block(b: &mut Builder<'_>, bd: &Items<'_>, size: u64) -> (u64, StackId) {
+fn legacy_block(b: &mut Builder<'_, '_>, bd: &Items<'_>, size: u64) -> Result<(u64, StackId), DecodeError> {
     let p = b.p;
     // As torch.cuda._memory_viz's _block_extra_legacy: history[0]'s real_size and frames.
     let first = bd.get("history").and_then(|v| p.as_seq(v)).and_then(|h| h.iter().next()).and_then(|h| p.as_dict(h));
-    match first {
-        Some(h) => (int_u64(p, h.get("real_size")), b.stack(h.get("frames"))),
+    Ok(match first {
+        Some(h) => (int_u64(p, h.get("real_size")), b.stack(h.get("frames"))?),
         None => (bd.get("requested_size").map(|v| int_u64(p, Some(v))).unwrap_or(size), 0),
-    }
+    })
 }
 
 fn short_value(p: &Pickle, v: Value) -> String {
