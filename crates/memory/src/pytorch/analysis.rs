@@ -223,14 +223,14 @@ pub fn is_library_file(filename: &str) -> bool {
 
 /// The call site of a stack: the first frame (innermost first) in the user's own code.
 pub fn call_site(snap: &Snapshot, stack: StackId) -> String {
-    let frames = snap.frames(stack);
-    if frames.is_empty() {
+    let mut frames = snap.frames(stack);
+    if frames.len() == 0 {
         return "(no stack recorded)".into();
     }
-    if let Some(f) = frames.iter().find(|f| !is_library_file(snap.string(f.filename))) {
+    if let Some(f) = frames.clone().find(|f| !is_library_file(snap.string(f.filename))) {
         return format!("{}:{}:{}", snap.string(f.filename), f.line, snap.string(f.name));
     }
-    match frames.iter().find(|f| snap.string(f.filename).ends_with(".py")) {
+    match frames.find(|f| snap.string(f.filename).ends_with(".py")) {
         Some(f) => format!("(library only) {}:{}:{}", snap.string(f.filename), f.line, snap.string(f.name)),
         None => "(no Python frame: C++ only, e.g. autograd's backward thread)".into(),
     }

@@ -329,7 +329,11 @@ pub(crate) fn reserve<T>(v: &mut Vec<T>, extra: usize, budget: &mut Budget, what
     }
     let each = std::mem::size_of::<T>().max(1) as u64;
     // While the buffer moves, the old one (already charged) and the whole new one exist.
-    let doubled = need.max(v.capacity().saturating_mul(2)).max(16);
+    // Small vectors double; large ones grow by a quarter, so slack stays small (a large
+    // buffer is moved by mremap, not copied, so the extra reallocations are cheap).
+    let cap = v.capacity();
+    let grown = if cap < 1 << 20 { cap.saturating_mul(2) } else { cap.saturating_add(cap / 4) };
+    let doubled = need.max(grown).max(16);
     let new_cap = if budget.check_transient(doubled as u64 * each, what).is_ok() { doubled } else { need };
     budget.check_transient(new_cap as u64 * each, what)?;
     budget.charge((new_cap - v.capacity()) as u64 * each, what)?;

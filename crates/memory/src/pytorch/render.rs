@@ -40,7 +40,7 @@ fn shorten_site(site: &str) -> String {
 }
 
 pub fn stack_lines(snap: &Snapshot, stack: StackId) -> Vec<String> {
-    snap.frames(stack).iter().map(|f| clean(&format!("{}:{}:{}", snap.string(f.filename), f.line, snap.string(f.name)))).collect()
+    snap.frames(stack).map(|f| clean(&format!("{}:{}:{}", snap.string(f.filename), f.line, snap.string(f.name)))).collect()
 }
 
 fn moment_phrase(d: &DeviceReport) -> String {
@@ -139,7 +139,7 @@ fn site_line(s: &mut String, d: &DeviceReport, c: &CallSite) {
 }
 
 fn stack_json(snap: &Snapshot, stack: StackId) -> Value {
-    Value::Array(snap.frames(stack).iter().map(|f| json!({"filename": snap.string(f.filename), "line": f.line, "name": snap.string(f.name)})).collect())
+    Value::Array(snap.frames(stack).map(|f| json!({"filename": snap.string(f.filename), "line": f.line, "name": snap.string(f.name)})).collect())
 }
 
 fn alloc_json(snap: &Snapshot, a: &LiveAllocation) -> Value {

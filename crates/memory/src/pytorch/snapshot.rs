@@ -108,8 +108,12 @@ pub struct Snapshot {
     pub expandable_segments: Option<bool>,
     /// The format generation, from the keys present (see docs/memory.md).
     pub generation: &'static str,
-    /// Distinct stacks; `stacks[0]` is empty.
-    pub stacks: Vec<Vec<Frame>>,
+    /// Distinct frames, and distinct stacks as runs of frame ids in `stack_frames`
+    /// (`stack_ranges[0]` is the empty stack). Writers share frame dicts but usually not
+    /// the lists holding them, so stacks are interned by content.
+    frames: Vec<Frame>,
+    stack_frames: Vec<u32>,
+    stack_ranges: Vec<(u32, u32)>,
     strings: Pickle,
     pub warnings: Vec<String>,
     /// Bytes charged to the read's budget (pickle arenas and the typed model).
@@ -120,8 +124,13 @@ impl Snapshot {
     pub fn string(&self, id: u32) -> &str {
         self.strings.str_by_id(id)
     }
-    pub fn frames(&self, stack: StackId) -> &[Frame] {
-        &self.stacks[stack as usize]
+    /// A stack's frames, innermost first.
+    pub fn frames(&self, stack: StackId) -> impl ExactSizeIterator<Item = Frame> + Clone + '_ {
+        let (start, len) = self.stack_ranges.get(stack as usize).copied().unwrap_or((0, 0));
+        self.stack_frames[start as usize..(start + len) as usize].iter().map(|&f| self.frames[f as usize])
+    }
+    pub fn stack_count(&self) -> usize {
+        self.stack_ranges.len()
     }
 }
 
@@ -145,8 +154,14 @@ fn not_snapshot(m: impl Into<String>) -> ShapeError {
 struct Builder<'p, 'b> {
     p: &'p Pickle,
     budget: &'b mut Budget,
-    stack_ids: std::collections::HashMap<u32, StackId>,
-    stacks: Vec<Vec<Frame>>,
+    /// Frames lists already read, by container (a memoized list read twice).
+    list_stacks: std::collections::HashMap<u32, StackId>,
+    stack_ids: std::collections::HashMap<Box<[u32]>, StackId>,
+    frame_ids: std::collections::HashMap<Frame, u32>,
+    frames: Vec<Frame>,
+    stack_frames: Vec<u32>,
+    stack_ranges: Vec<(u32, u32)>,
+    scratch: Vec<u32>,
     /// Strings that were not memoized by the writer get an id per occurrence; an empty
     /// string id for missing names.
     empty: u32,
@@ -178,25 +193,49 @@ impl Builder<'_, '_> {
             return Ok(0);
         }
         let key = self.p.container_id(v).expect("a sequence is a container");
-        if let Some(&id) = self.stack_ids.get(&key) {
+        if let Some(&id) = self.list_stacks.get(&key) {
             return Ok(id);
         }
-        // The frames, the stack's slot and its entry in the id map (about 32 bytes).
-        self.budget.charge(items.len() as u64 * std::mem::size_of::<Frame>() as u64 + 32, "the snapshot's stacks")?;
-        reserve(&mut self.stacks, 1, self.budget, "the snapshot's stacks")?;
-        let frames: Vec<Frame> = items
-            .iter()
-            .filter_map(|f| self.p.as_dict(f))
-            .map(|f| Frame {
+        let mut ids = std::mem::take(&mut self.scratch);
+        ids.clear();
+        for f in items.iter() {
+            let Some(f) = self.p.as_dict(f) else { continue };
+            let frame = Frame {
                 filename: f.get("filename").and_then(|v| self.p.str_id(v)).unwrap_or(self.empty),
                 line: int_u64(self.p, f.get("line")),
                 name: f.get("name").and_then(|v| self.p.str_id(v)).unwrap_or(self.empty),
-            })
-            .collect();
-        // Writers that do not memoize frame lists give equal stacks different lists: share them anyway.
-        let id = self.stacks.len() as StackId;
-        self.stacks.push(frames);
-        self.stack_ids.insert(key, id);
+            };
+            let id = match self.frame_ids.get(&frame) {
+                Some(&id) => id,
+                None => {
+                    // The frame, and its entry in the map (about 32 bytes).
+                    self.budget.charge(32, "the snapshot's stacks")?;
+                    reserve(&mut self.frames, 1, self.budget, "the snapshot's stacks")?;
+                    let id = self.frames.len() as u32;
+                    self.frames.push(frame);
+                    self.frame_ids.insert(frame, id);
+                    id
+                }
+            };
+            ids.push(id);
+        }
+        let id = match self.stack_ids.get(ids.as_slice()) {
+            Some(&id) => id,
+            None => {
+                // The run, its key in the map (a copy) and the map's slot.
+                self.budget.charge(ids.len() as u64 * 4 + 48, "the snapshot's stacks")?;
+                reserve(&mut self.stack_frames, ids.len(), self.budget, "the snapshot's stacks")?;
+                reserve(&mut self.stack_ranges, 1, self.budget, "the snapshot's stacks")?;
+                let id = self.stack_ranges.len() as StackId;
+                self.stack_ranges.push((self.stack_frames.len() as u32, ids.len() as u32));
+                self.stack_frames.extend_from_slice(&ids);
+                self.stack_ids.insert(ids.clone().into_boxed_slice(), id);
+                id
+            }
+        };
+        self.budget.charge(16, "the snapshot's stacks")?;
+        self.list_stacks.insert(key, id);
+        self.scratch = ids;
         Ok(id)
     }
 }
@@ -204,11 +243,11 @@ impl Builder<'_, '_> {
 /// Reads the snapshot out of a decoded pickle (which keeps only its strings afterwards).
 pub fn from_pickle(mut p: Pickle, budget: &mut Budget) -> Result<Snapshot, ShapeError> {
     let root = p.root;
-    let mut snap = Snapshot { stacks: vec![Vec::new()], ..Default::default() };
+    let mut snap = Snapshot::default();
     // A string id for "" (frames without a filename or name): appended by the reader
     // only if needed; use an id that reads as empty.
     let empty = u32::MAX;
-    let mut b = Builder { p: &p, budget, stack_ids: Default::default(), stacks: vec![Vec::new()], empty };
+    let mut b = Builder { p: &p, budget, list_stacks: Default::default(), stack_ids: Default::default(), frame_ids: Default::default(), frames: Vec::new(), stack_frames: Vec::new(), stack_ranges: vec![(0, 0)], scratch: Vec::new(), empty };
     let (segments_v, traces_v, dict) = match p.get(root) {
         Ref::Dict(d) => (d.get("segments"), d.get("device_traces"), Some(d)),
         // torch.cuda.memory_snapshot() returns only the segment list.
@@ -324,8 +363,8 @@ pub fn from_pickle(mut p: Pickle, budget: &mut Budget) -> Result<Snapshot, Shape
         }
     }
     snap.generation = generation(dict, has_history, has_block_frames, seen);
-    let Builder { stacks, .. } = b;
-    snap.stacks = stacks;
+    let Builder { frames, stack_frames, stack_ranges, .. } = b;
+    (snap.frames, snap.stack_frames, snap.stack_ranges) = (frames, stack_frames, stack_ranges);
     p.drop_containers();
     snap.strings = p;
     Ok(snap)
