@@ -85,6 +85,8 @@ struct Run {
 }
 
 const NO_RUN: u32 = u32::MAX;
+/// Shorter lists are stored as they come (sharing would save little).
+const MIN_SHARED_RUN: usize = 4;
 const SEALED: u16 = 1 << 15;
 
 /// Limits of one read, on top of the byte [`Budget`].
@@ -163,6 +165,10 @@ pub struct Pickle {
     text_ends: Vec<u64>,
     bigs: Vec<i128>,
     floats: Vec<f64>,
+    /// Runs of children already stored, by content hash: a new list or tuple whose
+    /// first batch equals one of them shares its storage (a snapshot writes a new list of
+    /// the same memoized frame dicts for every event's stack).
+    shared_runs: crate::model::FastMap<u64, (u64, u32, u16)>,
 }
 
 impl std::fmt::Debug for Pickle {
@@ -241,7 +247,7 @@ impl<'a> Items<'a> {
     }
     /// A dict's value under the string key `key`.
     pub fn get(&self, key: &str) -> Option<Value> {
-        self.pairs().find(|(k, _)| self.pickle.as_str(*k) == Some(key)).map(|(_, v)| v)
+        self.pairs().find(|(k, _)| self.pickle.str_bytes(*k) == Some(key.as_bytes())).map(|(_, v)| v)
     }
 }
 
@@ -264,6 +270,20 @@ impl Pickle {
     fn text_of(&self, i: usize) -> &[u8] {
         let start = if i == 0 { 0 } else { self.text_ends[i - 1] as usize };
         &self.text[start..self.text_ends[i] as usize]
+    }
+    /// A string's UTF-8 bytes, unvalidated (cheap: for comparing keys).
+    pub fn str_bytes(&self, v: Value) -> Option<&[u8]> {
+        (v.tag() == T_STR).then(|| self.text_of(v.index()))
+    }
+    /// Where a list's or tuple's items are stored, when in one run: lists with equal
+    /// items that the reader stored once give the same key.
+    pub fn storage_key(&self, v: Value) -> Option<(u64, u32)> {
+        let r = self.runs.get(self.container_id(v)? as usize)?;
+        (r.next == NO_RUN).then_some((r.start, r.len))
+    }
+    /// How many containers the pickle has (container ids are below this).
+    pub fn container_count(&self) -> usize {
+        self.runs.len()
     }
     pub fn as_str(&self, v: Value) -> Option<&str> {
         match self.get(v) {
@@ -369,7 +389,13 @@ impl<R: Read> Input<R> {
         };
         Ok(self.len > 0)
     }
+    #[inline]
     fn byte(&mut self) -> Result<u8, PickleError> {
+        if self.pos < self.len {
+            let b = self.buf[self.pos];
+            self.pos += 1;
+            return Ok(b);
+        }
         if !self.fill()? {
             return Err(PickleError::Truncated { offset: self.offset() });
         }
@@ -377,6 +403,7 @@ impl<R: Read> Input<R> {
         self.pos += 1;
         Ok(b)
     }
+    #[inline]
     fn array<const N: usize>(&mut self) -> Result<[u8; N], PickleError> {
         let mut out = [0u8; N];
         if self.len - self.pos >= N {
@@ -422,7 +449,12 @@ impl Machine<'_> {
         }
         Ok(())
     }
+    #[inline]
     fn push(&mut self, v: Value, offset: u64) -> Result<(), PickleError> {
+        if self.stack.len() < self.stack.capacity() && self.stack.len() < self.limits.max_stack {
+            self.stack.push(v);
+            return Ok(());
+        }
         if self.stack.len() >= self.limits.max_stack {
             return Err(PickleError::TooLarge { what: "the pickle's stack", limit: self.limits.max_stack as u64, needed: self.stack.len() as u64 + 1, records: true });
         }
@@ -493,6 +525,31 @@ impl Machine<'_> {
         if self.p.meta[c] & SEALED != 0 {
             return Err(PickleError::Malformed { offset, message: "a container is changed after it was put in another one (never done by a snapshot writer)".into() });
         }
+        let tail = self.p.tails[c] as usize;
+        let t = self.p.runs[tail];
+        // A new list's first batch equal to a stored run shares it: those items are
+        // sealed and their depth known already (and none is this list: it is unsealed,
+        // so it sits in no stored run).
+        let mut share_key = None;
+        if t.len == 0 && tail == c && items.len() >= MIN_SHARED_RUN && matches!(into.tag(), T_LIST | T_TUPLE) && items.len() < u32::MAX as usize {
+            use std::hash::Hasher;
+            let mut h = crate::model::FxHasher::default();
+            for v in items {
+                h.write_u64(v.0);
+            }
+            let key = h.finish() ^ items.len() as u64;
+            match self.p.shared_runs.get(&key) {
+                Some(&(start, len, depth)) => {
+                    if len as usize == items.len() && self.p.children[start as usize..start as usize + len as usize] == *items {
+                        self.p.runs[tail].start = start;
+                        self.p.runs[tail].len = len;
+                        self.p.meta[c] = depth;
+                        return Ok(());
+                    }
+                }
+                None => share_key = Some(key),
+            }
+        }
         let mut depth = self.p.meta[c];
         for &child in items {
             if matches!(child.tag(), T_LIST | T_TUPLE | T_DICT) {
@@ -510,9 +567,12 @@ impl Machine<'_> {
         }
         self.p.meta[c] = depth;
         reserve(&mut self.p.children, items.len(), self.budget, "the pickle's containers")?;
-        let tail = self.p.tails[c] as usize;
         let arena_end = self.p.children.len() as u64;
-        let t = self.p.runs[tail];
+        if let Some(key) = share_key {
+            // The map's slot: key, run and hashbrown's control byte, with growth slack.
+            self.budget.charge(48, "the pickle's containers")?;
+            self.p.shared_runs.insert(key, (arena_end, items.len() as u32, depth));
+        }
         let fits_u32 = (t.len as u64 + items.len() as u64) < u32::MAX as u64;
         if t.len == 0 {
             self.p.runs[tail].start = arena_end;
@@ -543,6 +603,7 @@ impl Machine<'_> {
         self.memo[idx] = top;
         Ok(())
     }
+    #[inline]
     fn memo_get(&mut self, idx: u64, offset: u64) -> Result<(), PickleError> {
         match self.memo.get(idx as usize) {
             Some(v) if v.tag() != T_EMPTY => {
@@ -788,6 +849,19 @@ pub fn read_pickle<R: Read>(reader: R, budget: &mut Budget, limits: PickleLimits
             b'j' => {
                 let i = u32::from_le_bytes(input.array()?) as u64;
                 m.memo_get(i, at)?;
+                // A stack is a run of memo reads (one per frame): take them in a tight loop.
+                while input.len - input.pos >= 5 && matches!(input.buf[input.pos], b'j' | b'h') {
+                    let at = input.offset();
+                    let i = if input.buf[input.pos] == b'j' {
+                        let raw = [input.buf[input.pos + 1], input.buf[input.pos + 2], input.buf[input.pos + 3], input.buf[input.pos + 4]];
+                        input.pos += 5;
+                        u32::from_le_bytes(raw) as u64
+                    } else {
+                        input.pos += 2;
+                        input.buf[input.pos - 1] as u64
+                    };
+                    m.memo_get(i, at)?;
+                }
             }
             _ => return Err(PickleError::Unsupported { offset: at, opcode: op }),
         }

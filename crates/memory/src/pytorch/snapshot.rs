@@ -4,6 +4,7 @@
 //! take the defaults the official viewer uses.
 
 use super::pickle::{reserve, Items, Pickle, Ref, Value};
+use crate::model::FastMap;
 use crate::proto::hlo::{Budget, DecodeError};
 
 /// One stack frame; strings are ids into [`Snapshot::strings`].
@@ -68,17 +69,17 @@ pub enum Action {
 }
 
 impl Action {
-    fn parse(s: &str) -> Action {
+    fn parse(s: &[u8]) -> Action {
         match s {
-            "alloc" => Action::Alloc,
-            "free_requested" => Action::FreeRequested,
-            "free_completed" => Action::FreeCompleted,
-            "segment_alloc" => Action::SegmentAlloc,
-            "segment_free" => Action::SegmentFree,
-            "segment_map" => Action::SegmentMap,
-            "segment_unmap" => Action::SegmentUnmap,
-            "snapshot" => Action::Snapshot,
-            "oom" => Action::Oom,
+            b"alloc" => Action::Alloc,
+            b"free_requested" => Action::FreeRequested,
+            b"free_completed" => Action::FreeCompleted,
+            b"segment_alloc" => Action::SegmentAlloc,
+            b"segment_free" => Action::SegmentFree,
+            b"segment_map" => Action::SegmentMap,
+            b"segment_unmap" => Action::SegmentUnmap,
+            b"snapshot" => Action::Snapshot,
+            b"oom" => Action::Oom,
             _ => Action::Other,
         }
     }
@@ -155,9 +156,11 @@ struct Builder<'p, 'b> {
     p: &'p Pickle,
     budget: &'b mut Budget,
     /// Frames lists already read, by container (a memoized list read twice).
-    list_stacks: std::collections::HashMap<u32, StackId>,
-    stack_ids: std::collections::HashMap<Box<[u32]>, StackId>,
-    frame_ids: std::collections::HashMap<Frame, u32>,
+    list_stacks: FastMap<(u64, u32), StackId>,
+    stack_ids: FastMap<Box<[u32]>, StackId>,
+    frame_ids: FastMap<Frame, u32>,
+    /// Frame id of each frame dict read, by container id (writers memoize frame dicts).
+    frame_of_dict: Vec<u32>,
     frames: Vec<Frame>,
     stack_frames: Vec<u32>,
     stack_ranges: Vec<(u32, u32)>,
@@ -192,14 +195,22 @@ impl Builder<'_, '_> {
         if items.is_empty() {
             return Ok(0);
         }
-        let key = self.p.container_id(v).expect("a sequence is a container");
+        // Lists whose items the reader stored once share a key; a list in several runs
+        // (never a stack) gets one of its own.
+        let key = self.p.storage_key(v).unwrap_or((u64::MAX, self.p.container_id(v).expect("a sequence is a container")));
         if let Some(&id) = self.list_stacks.get(&key) {
             return Ok(id);
         }
         let mut ids = std::mem::take(&mut self.scratch);
         ids.clear();
-        for f in items.iter() {
-            let Some(f) = self.p.as_dict(f) else { continue };
+        for fv in items.iter() {
+            let Some(dict_id) = self.p.container_id(fv) else { continue };
+            let known = self.frame_of_dict[dict_id as usize];
+            if known != u32::MAX {
+                ids.push(known);
+                continue;
+            }
+            let Some(f) = self.p.as_dict(fv) else { continue };
             let frame = Frame {
                 filename: f.get("filename").and_then(|v| self.p.str_id(v)).unwrap_or(self.empty),
                 line: int_u64(self.p, f.get("line")),
@@ -217,6 +228,7 @@ impl Builder<'_, '_> {
                     id
                 }
             };
+            self.frame_of_dict[dict_id as usize] = id;
             ids.push(id);
         }
         let id = match self.stack_ids.get(ids.as_slice()) {
@@ -247,7 +259,9 @@ pub fn from_pickle(mut p: Pickle, budget: &mut Budget) -> Result<Snapshot, Shape
     // A string id for "" (frames without a filename or name): appended by the reader
     // only if needed; use an id that reads as empty.
     let empty = u32::MAX;
-    let mut b = Builder { p: &p, budget, list_stacks: Default::default(), stack_ids: Default::default(), frame_ids: Default::default(), frames: Vec::new(), stack_frames: Vec::new(), stack_ranges: vec![(0, 0)], scratch: Vec::new(), empty };
+    // One slot per container for the frame-dict cache.
+    budget.charge(p.container_count() as u64 * 4, "the snapshot's stacks")?;
+    let mut b = Builder { p: &p, budget, frame_of_dict: vec![u32::MAX; p.container_count()], list_stacks: Default::default(), stack_ids: Default::default(), frame_ids: Default::default(), frames: Vec::new(), stack_frames: Vec::new(), stack_ranges: vec![(0, 0)], scratch: Vec::new(), empty };
     let (segments_v, traces_v, dict) = match p.get(root) {
         Ref::Dict(d) => (d.get("segments"), d.get("device_traces"), Some(d)),
         // torch.cuda.memory_snapshot() returns only the segment list.
@@ -329,19 +343,19 @@ pub fn from_pickle(mut p: Pickle, budget: &mut Budget) -> Result<Snapshot, Shape
                 let mut entry = TraceEntry { action: Action::Other, addr: 0, size: 0, stream: 0, device_free: None, stack: 0, time_us: None };
                 // One pass over the entry's keys (a trace can hold millions of entries).
                 for (k, v) in e.pairs() {
-                    match p.as_str(k) {
-                        Some("action") => entry.action = p.as_str(v).map(Action::parse).unwrap_or(Action::Other),
-                        Some("addr") => entry.addr = int_u64(&p, Some(v)),
-                        Some("size") => entry.size = int_u64(&p, Some(v)),
-                        Some("stream") => entry.stream = int_u64(&p, Some(v)),
-                        Some("device_free") => entry.device_free = Some(int_u64(&p, Some(v))),
-                        Some("frames") => entry.stack = b.stack(Some(v))?,
-                        Some("time_us") => {
+                    match p.str_bytes(k) {
+                        Some(b"action") => entry.action = p.str_bytes(v).map(Action::parse).unwrap_or(Action::Other),
+                        Some(b"addr") => entry.addr = int_u64(&p, Some(v)),
+                        Some(b"size") => entry.size = int_u64(&p, Some(v)),
+                        Some(b"stream") => entry.stream = int_u64(&p, Some(v)),
+                        Some(b"device_free") => entry.device_free = Some(int_u64(&p, Some(v))),
+                        Some(b"frames") => entry.stack = b.stack(Some(v))?,
+                        Some(b"time_us") => {
                             entry.time_us = int_i64(&p, Some(v));
                             seen.time_us = true;
                         }
-                        Some("compile_context") => seen.compile_context = true,
-                        Some("user_metadata") => seen.user_metadata = true,
+                        Some(b"compile_context") => seen.compile_context = true,
+                        Some(b"user_metadata") => seen.user_metadata = true,
                         _ => {}
                     }
                 }
