@@ -20,6 +20,7 @@ pub mod advise;
 pub mod anchor_search;
 pub mod context;
 pub mod dump;
+pub mod snapshot;
 pub mod facts;
 pub mod finding;
 pub mod hardware;
@@ -51,6 +52,9 @@ pub struct Options {
     pub lang: Lang,
     /// An XLA dump directory (`--xla_dump_to`): attach the failing module's memory at its peak.
     pub dump: Option<std::path::PathBuf>,
+    /// A PyTorch CUDA memory snapshot, read once: attach what was live at its OOM (or
+    /// peak), by call site, to each PyTorch memory finding.
+    pub snapshot: Option<std::sync::Arc<snapshot::SnapshotInput>>,
     /// Threads for the literal search of one log: 0 = every core. Callers that
     /// diagnose many logs at once give each 1 and run the logs in parallel.
     pub threads: usize,
@@ -189,6 +193,12 @@ impl Collector {
                 // The dump may add the buffers at the peak, which the facts then count.
                 if let Some(dir) = &opts.dump {
                     dump::attach(f, dir);
+                }
+                if let Some(snap) = &opts.snapshot {
+                    if f.framework.is_none() {
+                        f.framework = context::frameworks(&p.block_text).first().map(|s| s.to_string());
+                    }
+                    snapshot::attach(f, snap);
                 }
                 let mut facts: Facts = facts::compute(f, &p.flags, &p.block_text, expandable);
                 if let Some(l) = &opts.facts {
