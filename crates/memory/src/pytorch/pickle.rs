@@ -439,6 +439,10 @@ struct Machine<'b> {
     budget: &'b mut Budget,
     limits: PickleLimits,
     values: u64,
+    /// Whether a memo slot was written twice (then [`Machine::memo_run_cache`] is off).
+    memo_rewritten: bool,
+    /// Bodies of memo-read runs seen (by hash): the bytes, and the run they made.
+    memo_runs: crate::model::FastMap<u64, (Box<[u8]>, u64, u32, u16)>,
 }
 
 impl Machine<'_> {
@@ -600,8 +604,79 @@ impl Machine<'_> {
             reserve(&mut self.memo, extra, self.budget, "the pickle's memo")?;
             self.memo.resize(idx + 1, Value(T_EMPTY));
         }
+        if self.memo[idx].tag() != T_EMPTY {
+            // A slot written twice: memo reads no longer name fixed values.
+            self.memo_rewritten = true;
+        }
         self.memo[idx] = top;
         Ok(())
+    }
+    /// At a MARK above a new, empty list: when the bytes up to the next APPENDS are only
+    /// memo reads, and the same bytes were seen before, give the list the run those reads
+    /// made then (each event's stack is the same run of memo reads of frame dicts). The
+    /// memo's slots are written once (else this is off), so equal bytes are equal items.
+    /// Returns whether the input was consumed up to and including the APPENDS.
+    fn memo_run_cache<R: Read>(&mut self, input: &mut Input<R>) -> Result<bool, PickleError> {
+        if self.memo_rewritten {
+            return Ok(false);
+        }
+        let Some(&list) = self.stack.last() else { return Ok(false) };
+        if list.tag() != T_LIST || self.p.runs[list.index()].len != 0 || self.p.tails[list.index()] as usize != list.index() || self.p.meta[list.index()] & SEALED != 0 {
+            return Ok(false);
+        }
+        let buf = &input.buf[input.pos..input.len];
+        let mut i = 0;
+        let mut reads = 0;
+        while i < buf.len() {
+            match buf[i] {
+                b'j' if i + 5 <= buf.len() => i += 5,
+                b'h' if i + 2 <= buf.len() => i += 2,
+                b'e' => break,
+                _ => return Ok(false),
+            }
+            reads += 1;
+        }
+        if i >= buf.len() || reads < MIN_SHARED_RUN {
+            return Ok(false);
+        }
+        let body = &buf[..i];
+        use std::hash::Hasher;
+        let mut h = crate::model::FxHasher::default();
+        h.write(body);
+        let key = h.finish() ^ body.len() as u64;
+        if let Some((bytes, start, len, depth)) = self.memo_runs.get(&key) {
+            if bytes.as_ref() == body {
+                let c = list.index();
+                self.p.runs[c].start = *start;
+                self.p.runs[c].len = *len;
+                self.p.meta[c] = *depth;
+                input.pos += i + 1;
+                return Ok(true);
+            }
+            return Ok(false);
+        }
+        // First time: read the reads as usual, then remember where they went.
+        let body = body.to_vec();
+        let at = input.offset();
+        let floor = self.stack.len();
+        for _ in 0..reads {
+            let op = input.byte()?;
+            let idx = if op == b'j' { u32::from_le_bytes(input.array()?) as u64 } else { input.byte()? as u64 };
+            self.memo_get(idx, at)?;
+        }
+        input.byte()?; // the APPENDS
+        let stack = std::mem::take(&mut self.stack);
+        let result = self.extend(list, &stack[floor..], at);
+        self.stack = stack;
+        self.stack.truncate(floor);
+        result?;
+        let c = list.index();
+        let r = self.p.runs[c];
+        if r.next == NO_RUN {
+            self.budget.charge(body.len() as u64 + 64, "the pickle's memo")?;
+            self.memo_runs.insert(key, (body.into_boxed_slice(), r.start, r.len, self.p.meta[c]));
+        }
+        Ok(true)
     }
     #[inline]
     fn memo_get(&mut self, idx: u64, offset: u64) -> Result<(), PickleError> {
@@ -649,7 +724,7 @@ fn refused(op: u8) -> Option<&'static str> {
 /// Reads one pickle from `reader`, charging what it keeps to `budget`.
 pub fn read_pickle<R: Read>(reader: R, budget: &mut Budget, limits: PickleLimits) -> Result<Pickle, PickleError> {
     let mut input = Input { inner: reader, buf: vec![0u8; 1 << 16], pos: 0, len: 0, base: 0 };
-    let mut m = Machine { p: Pickle::default(), stack: Vec::new(), marks: Vec::new(), memo: Vec::new(), budget, limits, values: 0 };
+    let mut m = Machine { p: Pickle::default(), stack: Vec::new(), marks: Vec::new(), memo: Vec::new(), budget, limits, values: 0, memo_rewritten: false, memo_runs: Default::default() };
     loop {
         let at = input.offset();
         let op = match input.byte() {
@@ -679,6 +754,9 @@ pub fn read_pickle<R: Read>(reader: R, budget: &mut Budget, limits: PickleLimits
                 return Ok(m.p);
             }
             b'(' => {
+                if m.memo_run_cache(&mut input)? {
+                    continue;
+                }
                 if m.marks.len() >= m.limits.max_stack {
                     return Err(PickleError::TooLarge { what: "open MARKs", limit: m.limits.max_stack as u64, needed: m.marks.len() as u64 + 1, records: true });
                 }
@@ -891,6 +969,20 @@ mod tests {
     fn refuses_globals_before_anything_runs() {
         let e = read(b"\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00lsq\x01\x85q\x02Rq\x03.").unwrap_err();
         assert!(matches!(e, PickleError::Refused { offset: 2, opcode: "GLOBAL" }), "{e:?}");
+    }
+
+    #[test]
+    fn repeated_memo_runs_share_storage_unless_the_memo_was_rewritten() {
+        // [1, 2, 3, 4, A, B, 9, C]: A and B are the same memo reads (shared); slot 0 is
+        // then rewritten to 9, so C, with the same bytes again, is [9, 2, 3, 4].
+        let bytes = b"\x80\x04](K\x01\x94K\x02\x94K\x03\x94K\x04\x94](h\x00h\x01h\x02h\x03e](h\x00h\x01h\x02h\x03eK\x09q\x00](h\x00h\x01h\x02h\x03ee.";
+        let p = read(bytes).unwrap();
+        let outer: Vec<Value> = p.as_seq(p.root).unwrap().iter().collect();
+        let ints = |v: Value| p.as_seq(v).unwrap().iter().map(|i| p.as_int(i).unwrap()).collect::<Vec<_>>();
+        assert_eq!(ints(outer[4]), vec![1, 2, 3, 4]);
+        assert_eq!(ints(outer[5]), vec![1, 2, 3, 4]);
+        assert_eq!(p.storage_key(outer[4]), p.storage_key(outer[5]));
+        assert_eq!(ints(outer[7]), vec![9, 2, 3, 4]);
     }
 
     #[test]
