@@ -89,6 +89,9 @@ const NO_RUN: u32 = u32::MAX;
 const MIN_SHARED_RUN: usize = 4;
 const SEALED: u16 = 1 << 15;
 
+/// A run of memo reads seen: its bytes, and the children run (start, length) and depth it made.
+type MemoRun = (Box<[u8]>, u64, u32, u16);
+
 /// Limits of one read, on top of the byte [`Budget`].
 #[derive(Debug, Clone, Copy)]
 pub struct PickleLimits {
@@ -442,7 +445,7 @@ struct Machine<'b> {
     /// Whether a memo slot was written twice (then [`Machine::memo_run_cache`] is off).
     memo_rewritten: bool,
     /// Bodies of memo-read runs seen (by hash): the bytes, and the run they made.
-    memo_runs: crate::model::FastMap<u64, (Box<[u8]>, u64, u32, u16)>,
+    memo_runs: crate::model::FastMap<u64, MemoRun>,
 }
 
 impl Machine<'_> {
