@@ -256,11 +256,12 @@ pub fn render_html(report: &SnapshotReport, snap: &Snapshot) -> String {
                 .filter_map(|o| d.timeline.iter().position(|p| p.0.is_some_and(|e| e >= o.event_index)).map(|i| (i, format!("OOM: {} requested", format_bytes(o.requested_bytes)))))
                 .collect();
             s.push_str("<h3>Live memory over the trace</h3>");
+            let end = format!("trace entry {}", d.trace_entries.saturating_sub(1));
             timeline_svg(
                 &mut s,
-                &Series { bytes: &bytes, dashed: None, hover: &hover, peak_index, peak_bytes: d.peak_bytes, peak_note: &event(peak_index), axis: "alloc/free event", floor: 0, marks: &marks },
+                &Series { bytes: &bytes, dashed: None, hover: &hover, peak_index, peak_bytes: d.peak_bytes, peak_note: &event(peak_index), axis: "alloc/free event", floor: 0, marks: &marks, end_label: Some(&end) },
             );
-            s.push_str("<p class=muted>Live bytes (requested sizes) after each alloc and free, replayed as PyTorch's memory viewer does; x axis: alloc/free events in order.</p>\n");
+            s.push_str("<p class=muted>Live bytes (requested sizes) after each alloc and free, replayed as PyTorch's memory viewer does; x axis: alloc/free events in order (at most 2,000 points, each the largest of its span).</p>\n");
         }
         let _ = writeln!(s, "<h3>{} by call site: {} in {} allocations</h3>", esc(&upper_first(&moment_phrase(d))), format_bytes(d.live_bytes), d.live_count);
         s.push_str("<table><tr><th>#</th><th>call site (first frame outside torch and libraries)</th><th>bytes</th><th>allocations</th><th>stack of its largest</th></tr>\n");

@@ -135,6 +135,7 @@ fn chart(s: &mut String, r: &ModuleReport, axis: &str) {
             axis,
             floor: r.indefinite_bytes,
             marks: &[],
+            end_label: None,
         },
     );
     let _ = writeln!(s, "<p class=muted>Solid: bytes allocated (padded); dashed: unpadded. Hover for the instruction at each point. x axis: {axis}.</p>");
@@ -156,6 +157,8 @@ pub(crate) struct Series<'a> {
     pub floor: u64,
     /// Extra vertical marks: (index into `bytes`, label), e.g. an OOM.
     pub marks: &'a [(usize, String)],
+    /// The x axis' end label, when the points are not the axis' own units (downsampled).
+    pub end_label: Option<&'a str>,
 }
 
 pub(crate) fn timeline_svg(s: &mut String, series: &Series<'_>) {
@@ -210,7 +213,8 @@ pub(crate) fn timeline_svg(s: &mut String, series: &Series<'_>) {
         top + 10.0,
         format_bytes(series.peak_bytes)
     );
-    let _ = write!(s, "<text x=\"{left}\" y=\"{}\">0</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{axis} {}</text></svg>\n", h - 8.0, w - 10.0, h - 8.0, bytes.len() - 1);
+    let end = series.end_label.map_or_else(|| format!("{axis} {}", bytes.len() - 1), str::to_string);
+    let _ = write!(s, "<text x=\"{left}\" y=\"{}\">0</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text></svg>\n", h - 8.0, w - 10.0, h - 8.0, esc(&end));
 }
 
 fn buffer_table(s: &mut String, r: &ModuleReport) {
