@@ -372,6 +372,10 @@ pub fn from_pickle(mut p: Pickle, budget: &mut Budget) -> Result<Snapshot, Shape
                 if key == "expandable_segments" {
                     snap.expandable_segments = p.as_int(v).map(|i| i != 0);
                 }
+                // Newer PyTorch says when the ring buffer dropped its oldest events.
+                if key == "trace_alloc_overflowed" && p.as_int(v).is_some_and(|i| i != 0) {
+                    snap.warnings.push("the trace overflowed its ring buffer (allocator_settings.trace_alloc_overflowed): its oldest events are lost; allocations made before the window count as live from its start, with the stack of their free".into());
+                }
                 snap.allocator_settings.push((key, value));
             }
         }
