@@ -31,6 +31,7 @@ import importlib.util
 import json
 import os
 import pickle
+import re
 import sys
 
 
@@ -53,10 +54,9 @@ def memory_viz():
     mod_spec = importlib.util.spec_from_file_location("torch_memory_viz", path)
     mod = importlib.util.module_from_spec(mod_spec)
     mod_spec.loader.exec_module(mod)
-    version = {}
     with open(os.path.join(root, "version.py")) as f:
-        exec(f.read(), version)  # torch/version.py: plain assignments
-    return mod, version.get("__version__", "?")
+        found = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", f.read(), re.M)
+    return mod, found.group(1) if found else "?"
 
 
 def annotate_blocks(snapshot):
