@@ -258,7 +258,7 @@ pub fn analyze_device(snap: &Snapshot, device: i64, opts: &AnalysisOptions) -> D
         device,
         segments: segs.len(),
         blocks: segs.iter().map(|s| s.blocks.len()).sum(),
-        reserved_bytes: segs.iter().map(|s| s.total_size).sum(),
+        reserved_bytes: sat_sum(segs.iter().map(|s| s.total_size)),
         allocated_bytes: 0,
         active_bytes: 0,
         requested_bytes: 0,
@@ -278,17 +278,17 @@ pub fn analyze_device(snap: &Snapshot, device: i64, opts: &AnalysisOptions) -> D
     for b in segs.iter().flat_map(|s| &s.blocks) {
         match b.state {
             BlockState::ActiveAllocated => {
-                rep.allocated_bytes += b.size;
-                rep.active_bytes += b.size;
-                rep.requested_bytes += b.requested_size;
+                rep.allocated_bytes = rep.allocated_bytes.saturating_add(b.size);
+                rep.active_bytes = rep.active_bytes.saturating_add(b.size);
+                rep.requested_bytes = rep.requested_bytes.saturating_add(b.requested_size);
             }
-            BlockState::ActivePendingFree => rep.active_bytes += b.size,
+            BlockState::ActivePendingFree => rep.active_bytes = rep.active_bytes.saturating_add(b.size),
             BlockState::Inactive => {}
         }
     }
 
     let replay = build_replay(snap, device);
-    let mut total: u64 = replay.initial.iter().map(|&i| replay.elements[i as usize].size).sum();
+    let mut total: u64 = sat_sum(replay.initial.iter().map(|&i| replay.elements[i as usize].size));
     let mut live = vec![false; replay.elements.len()];
     for &i in &replay.initial {
         live[i as usize] = true;
@@ -322,11 +322,11 @@ pub fn analyze_device(snap: &Snapshot, device: i64, opts: &AnalysisOptions) -> D
     let mut groups: HashMap<String, CallSite> = HashMap::new();
     let mut alive: Vec<LiveAllocation> = Vec::new();
     for (e, _) in replay.elements.iter().zip(&live).filter(|(_, l)| **l) {
-        rep.live_bytes += e.size;
+        rep.live_bytes = rep.live_bytes.saturating_add(e.size);
         rep.live_count += 1;
         let site = sites.entry(e.stack).or_insert_with(|| call_site(snap, e.stack)).clone();
         let g = groups.entry(site.clone()).or_insert(CallSite { site: site.clone(), bytes: 0, count: 0, stack: e.stack });
-        g.bytes += e.size;
+        g.bytes = g.bytes.saturating_add(e.size);
         g.count += 1;
         alive.push(LiveAllocation { address: e.addr, bytes: e.size, site, stack: e.stack, alloc_event: e.alloc_event });
     }
@@ -383,15 +383,15 @@ fn fragmentation(segs: &[&super::snapshot::Segment]) -> Fragmentation {
         for b in &s.blocks {
             match b.state {
                 BlockState::Inactive => {
-                    sf.free_bytes += b.size;
+                    sf.free_bytes = sf.free_bytes.saturating_add(b.size);
                     sf.free_blocks += 1;
                     sf.largest_free_block_bytes = sf.largest_free_block_bytes.max(b.size);
                 }
-                BlockState::ActiveAllocated => f.internal_bytes += b.size.saturating_sub(b.requested_size),
+                BlockState::ActiveAllocated => f.internal_bytes = f.internal_bytes.saturating_add(b.size.saturating_sub(b.requested_size)),
                 BlockState::ActivePendingFree => {}
             }
         }
-        f.reserved_free_bytes += sf.free_bytes;
+        f.reserved_free_bytes = f.reserved_free_bytes.saturating_add(sf.free_bytes);
         f.largest_free_block_bytes = f.largest_free_block_bytes.max(sf.largest_free_block_bytes);
         f.expandable |= s.is_expandable;
         let pool = match pools.iter_mut().position(|p| p.pool_id == s.pool_id) {
@@ -402,8 +402,8 @@ fn fragmentation(segs: &[&super::snapshot::Segment]) -> Fragmentation {
             }
         };
         pool.segments += 1;
-        pool.reserved_bytes += s.total_size;
-        pool.free_bytes += sf.free_bytes;
+        pool.reserved_bytes = pool.reserved_bytes.saturating_add(s.total_size);
+        pool.free_bytes = pool.free_bytes.saturating_add(sf.free_bytes);
         pool.largest_free_block_bytes = pool.largest_free_block_bytes.max(sf.largest_free_block_bytes);
         pool.expandable |= s.is_expandable;
         if sf.free_bytes > 0 {
@@ -445,7 +445,7 @@ pub fn consistency_warnings(snap: &Snapshot) -> Vec<String> {
             ));
         }
     };
-    let sum = |s: &super::snapshot::Segment, f: &dyn Fn(&super::snapshot::Block) -> u64| s.blocks.iter().map(f).sum::<u64>();
+    let sum = |s: &super::snapshot::Segment, f: &dyn Fn(&super::snapshot::Block) -> u64| sat_sum(s.blocks.iter().map(f));
     check("total_size", snap.segments.iter().map(|s| (s.address, s.total_size, sum(s, &|b| b.size))).filter(|t| t.1 != t.2).collect());
     check(
         "allocated_size",
@@ -456,4 +456,9 @@ pub fn consistency_warnings(snap: &Snapshot) -> Vec<String> {
         snap.segments.iter().map(|s| (s.address, s.active_size, sum(s, &|b| if b.state != BlockState::Inactive { b.size } else { 0 }))).filter(|t| t.1 != t.2).collect(),
     );
     out
+}
+
+/// A sum of byte counts that stops at u64::MAX (a hostile file's sizes can add past it).
+fn sat_sum(values: impl Iterator<Item = u64>) -> u64 {
+    values.fold(0u64, u64::saturating_add)
 }
