@@ -24,7 +24,8 @@ fn child_server() {
     let Ok(db) = std::env::var(CHILD_DB) else { return };
     let config = oomdoc_server::Config {
         addr: "127.0.0.1:0".parse().unwrap(),
-        db_path: db.into(),
+        db: oomdoc_server::store::Location::parse(&db).unwrap(),
+        feedback: oomdoc_server::store::FeedbackPolicy::unlimited(),
         ..Default::default()
     };
     if let Err(e) = oomdoc_server::serve(config) {

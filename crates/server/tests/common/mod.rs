@@ -24,7 +24,9 @@ impl TestServer {
         let dir = tempfile::tempdir().unwrap();
         let mut config = Config {
             addr: "127.0.0.1:0".parse().unwrap(),
-            db_path: dir.path().join("oomdoc.sqlite3"),
+            db: oomdoc_server::store::Location::Sqlite(dir.path().join("oomdoc.sqlite3")),
+            // Tests post many reports from 127.0.0.1; `feedback_rules` turns the rules on.
+            feedback: oomdoc_server::store::FeedbackPolicy::unlimited(),
             ..Config::default()
         };
         tweak(&mut config);
