@@ -89,6 +89,11 @@ pub async fn open(location: &Location) -> Result<Arc<dyn Store>, StoreError> {
     })
 }
 
+/// [`open`] for a task that owns its location (`tokio::spawn`).
+pub async fn open_owned(location: Location) -> Result<Arc<dyn Store>, StoreError> {
+    open(&location).await
+}
+
 /// A store failure, by what the client and operator should do about it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StoreError {
