@@ -90,3 +90,30 @@ fn hostile_text_is_stored_verbatim() {
     assert_eq!(back.note, f.note);
     assert_eq!(db.outcomes_now("tpu.scoped-vmem").unwrap().len(), 1);
 }
+
+/// Reliability report S12: a full disk answered a generic 500 while `/healthz` said ok.
+/// `max_page_count` makes SQLite report SQLITE_FULL as a full disk would.
+#[test]
+fn a_full_disk_is_reported_as_such_until_a_write_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = SqliteStore::open(&dir.path().join("x.db")).unwrap();
+    let pages: i64 = db.inner.writer.lock().unwrap().query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap();
+    db.inner.writer.lock().unwrap().query_row(&format!("PRAGMA max_page_count = {}", pages + 2), [], |_| Ok(())).unwrap();
+    let policy = crate::retention::LogStorePolicy { max_bytes: None, ..Default::default() };
+    let mut full = None;
+    for _ in 0..100 {
+        if let Err(e) = db.store_log_now(&[b'x'; 4000], &policy) {
+            full = Some(e);
+            break;
+        }
+    }
+    let full = full.expect("the page limit is reached");
+    assert!(matches!(&full, StoreError::Full(m) if m.contains("full")), "{full:?}");
+    assert!(matches!(db.check_now(), Err(StoreError::Full(_))), "/healthz reports it");
+    let status = crate::error::AppError::from(full).status();
+    assert_eq!(status.as_u16(), 507);
+    // Space again: the next write succeeds and the store is healthy.
+    db.inner.writer.lock().unwrap().query_row("PRAGMA max_page_count = 1000000", [], |_| Ok(())).unwrap();
+    insert(&db, &report("raise", Outcome::Worked, None));
+    db.check_now().unwrap();
+}
