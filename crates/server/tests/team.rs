@@ -217,5 +217,5 @@ fn database_urls_this_build_cannot_serve_are_refused_at_start() {
     let config = Config { addr: "127.0.0.1:0".parse().unwrap(), db: Location::Postgres("postgres://nobody@127.0.0.1:1/x".into()), ..Default::default() };
     let e = oomdoc_server::BackgroundServer::start(config, Engines::default()).err().unwrap();
     assert!(e.contains("127.0.0.1:1"), "{e}");
-    assert!(Location::parse("mysql://h/db").unwrap_err().contains("mysql://"));
+    assert!(Location::parse("mysql://h/db").unwrap_err().contains("mysql:"));
 }

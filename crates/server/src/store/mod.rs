@@ -38,10 +38,16 @@ impl Location {
             }
             return Ok(Location::Sqlite(PathBuf::from(path)));
         }
-        if let Some((scheme, _)) = s.split_once("://") {
-            if !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) {
+        // `scheme:` of two or more letters (one letter is a Windows drive): a URL, not a
+        // file name, even when mistyped (`postgres:/db` once created a folder `postgres:`).
+        if let Some((scheme, _)) = s.split_once(':') {
+            let url_like = scheme.len() >= 2
+                && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+            if url_like {
+                let hint = if scheme.to_ascii_lowercase().starts_with("postgres") { " (postgres://USER@HOST/DB)" } else { "" };
                 return Err(format!(
-                    "this oomdoc cannot store data in `{scheme}://` databases: use a SQLite file path or a postgres:// URL"
+                    "this oomdoc cannot store data in `{scheme}:` databases: use a SQLite file path or a postgres:// URL{hint}; a file name with a colon: ./{s}"
                 ));
             }
         }
@@ -425,7 +431,11 @@ mod tests {
         assert!(matches!(Location::parse("postgres://u:p@h/db").unwrap(), Location::Postgres(_)));
         assert!(matches!(Location::parse("POSTGRESQL://h/db").unwrap(), Location::Postgres(_)));
         let e = Location::parse("mysql://h/db").unwrap_err();
-        assert!(e.contains("`mysql://`"), "{e}");
+        assert!(e.contains("`mysql:`"), "{e}");
+        assert!(Location::parse("postgres:/db").unwrap_err().contains("postgres://USER@HOST/DB"));
+        assert!(Location::parse("postgress://h/db").is_err());
+        assert_eq!(Location::parse("./a:b.db").unwrap(), Location::Sqlite("./a:b.db".into()));
+        assert_eq!(Location::parse("C:\\data\\oomdoc.db").unwrap(), Location::Sqlite("C:\\data\\oomdoc.db".into()));
         assert!(Location::parse("").is_err());
         assert_eq!(Location::parse("postgres://me:secret@db:5432/oomdoc").unwrap().redacted(), "postgres://me:***@db:5432/oomdoc");
         assert_eq!(Location::parse("postgres://db/oomdoc").unwrap().redacted(), "postgres://db/oomdoc");
