@@ -1,6 +1,9 @@
 //! `oomdoc serve` flags reach the server: `--public-origin`, `--max-stored-log-mib`,
 //! `--log-retention-days` (issue 12). The behaviour itself is tested in crates/server.
 
+mod team_server;
+
+use team_server::{get_json, spawn_serve};
 use std::{
     io::{BufRead, BufReader, Read, Write},
     net::{SocketAddr, TcpStream},
@@ -87,37 +90,6 @@ fn serve_flags_for_origins_and_the_log_store() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not an origin"));
-}
-
-/// `oomdoc serve` on `--db`, started as a child; returns it and its address.
-fn spawn_serve(db: &std::path::Path, extra: &[&str]) -> (std::process::Child, SocketAddr) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_oomdoc"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--db"])
-        .arg(db)
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let addr = loop {
-        line.clear();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "oomdoc serve exited before listening");
-        if let Some(rest) = line.split("listening on http://").nth(1) {
-            break rest.split_whitespace().next().unwrap().parse().unwrap();
-        }
-    };
-    std::thread::spawn(move || for _ in stderr.lines() {});
-    (child, addr)
-}
-
-fn get_json(addr: SocketAddr, path: &str) -> serde_json::Value {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    serde_json::from_str(out.split_once("\r\n\r\n").unwrap().1).unwrap()
 }
 
 /// Issue 24 end to end: a token from `oomdoc serve token`, a failing job under

@@ -38,6 +38,10 @@ pub struct PostArgs {
     /// Scheduler variables (SLURM_JOB_ID, POD_NAME, RAY_JOB_ID…) fill what is not given.
     #[arg(long = "label", value_name = "NAME=VALUE", requires = "post")]
     pub labels: Vec<String>,
+    /// The report's id on the server (default: random per run). Posts with the same id are
+    /// stored once: the Slurm epilog passes slurm-JOBID so every node of a job counts one.
+    #[arg(long, value_name = "ID", requires = "post")]
+    pub report_id: Option<String>,
     /// Most seconds spent posting, retries included.
     #[arg(long, value_name = "SECONDS", default_value_t = 20, requires = "post")]
     pub post_timeout: u64,
@@ -189,7 +193,7 @@ fn post_inner(args: &PostArgs, url: &str, report: &Value, exit_status: Option<i6
     let token = token(args)?;
     let env = |n: &str| std::env::var(n).ok();
     let labels = labels(&args.labels, &env, exit_status)?;
-    let id = report_id(&labels);
+    let id = args.report_id.clone().unwrap_or_else(|| report_id(&labels));
     let body = json!({ "report_id": id, "labels": labels, "report": report }).to_string();
     let budget = Duration::from_secs(args.post_timeout.max(1));
     let started = Instant::now();
