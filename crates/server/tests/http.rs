@@ -511,6 +511,9 @@ fn openapi_documents_every_api_route() {
         "/api/v1/plan",
         "/api/v1/feedback",
         "/api/v1/openapi.json",
+        "/api/v1/reports",
+        "/api/v1/reports/{id}",
+        "/api/v1/fleet",
         "/healthz",
     ] {
         assert!(paths.contains_key(p), "{p} is not documented");
