@@ -4,5 +4,11 @@
 #   bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+rm -f target/postgres-skipped.txt
 cargo test --workspace --locked
+# Tests that needed PostgreSQL and could not start it (outside CI they skip; in CI they fail).
+if [ -s target/postgres-skipped.txt ]; then
+  echo "skipped: $(wc -l < target/postgres-skipped.txt) PostgreSQL tests (run crates/server/ci-postgres.sh):"
+  cat target/postgres-skipped.txt
+fi
 bash python/scripts/test.sh
