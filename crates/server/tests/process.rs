@@ -146,7 +146,7 @@ fn fifty_parallel_writers_lose_no_acknowledged_report_to_kill_9() {
         })
         .collect();
     // Kill once the writers are well under way.
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let conn = rusqlite::Connection::open(&db).unwrap();
         let n: i64 = conn.query_row("SELECT COUNT(*) FROM feedback", [], |r| r.get(0)).unwrap_or(0);
@@ -182,7 +182,7 @@ fn sigterm_stops_gracefully() {
     // SAFETY: kill(2) on our own child's pid.
     let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
     assert_eq!(rc, 0);
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(120);
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
@@ -221,9 +221,9 @@ fn try_post(addr: SocketAddr, path: &str, headers: &[(&str, &str)], body: &str) 
 /// equals the rows, within the quota.
 #[test]
 fn replicas_on_postgres_lose_no_acknowledged_write_to_kill_9() {
-    use oomdoc_server::store::{self, postgres::cluster};
+    use oomdoc_server::store;
     use std::sync::{atomic::{AtomicBool, Ordering}, Arc};
-    let Some(pg) = cluster::for_test("replicas_on_postgres_lose_no_acknowledged_write_to_kill_9") else { return };
+    let Some(pg) = postgres_for("replicas_on_postgres_lose_no_acknowledged_write_to_kill_9") else { return };
     let url = pg.create_database("replicas").unwrap();
     let token = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
         let s = store::open(&store::Location::Postgres(url.clone())).await.unwrap();

@@ -1,12 +1,15 @@
 //! The store conformance suite: one story every [`Store`] must tell the same way, run
 //! against SQLite and against a real PostgreSQL (a throwaway cluster; in CI a cluster
-//! that cannot start fails the test, elsewhere the test says SKIPPED on stderr and in
-//! `target/postgres-skipped.txt`).
+//! that cannot start fails the test, elsewhere the skip is printed and counted by
+//! `scripts/test.sh`, see `oomdoc_testkit`).
 
+mod common;
+
+use common::postgres_for;
 use oomdoc_server::{
     retention::{LogStorePolicy, ROW_OVERHEAD},
     store::{
-        self, postgres::cluster, Feedback, FeedbackMeta, FeedbackPolicy, Labels, Location, NewReport, Outcome, ReportQuery,
+        self, Feedback, FeedbackMeta, FeedbackPolicy, Labels, Location, NewReport, Outcome, ReportQuery,
         Store, StoreError,
     },
 };
@@ -222,7 +225,7 @@ fn sqlite_store_conforms() {
 
 #[test]
 fn postgres_store_conforms() {
-    let Some(pg) = cluster::for_test("postgres_store_conforms") else { return };
+    let Some(pg) = postgres_for("postgres_store_conforms") else { return };
     let url = pg.create_database("conformance").unwrap();
     runtime().block_on(conformance(Location::Postgres(url)));
 }
@@ -230,7 +233,7 @@ fn postgres_store_conforms() {
 /// Replicas start at once against an empty database: one migrates, the others wait for it.
 #[test]
 fn postgres_replicas_migrate_once() {
-    let Some(pg) = cluster::for_test("postgres_replicas_migrate_once") else { return };
+    let Some(pg) = postgres_for("postgres_replicas_migrate_once") else { return };
     let url = pg.create_database("migrate").unwrap();
     runtime().block_on(async {
         let opens: Vec<_> = (0..4).map(|_| tokio::spawn(store::open_owned(Location::Postgres(url.clone())))).collect();

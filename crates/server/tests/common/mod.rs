@@ -216,3 +216,15 @@ pub fn entry_with_fix() -> &'static oomdoc_kb::Entry {
         .find(|e| !e.fixes.is_empty())
         .expect("the knowledge base has an entry with a fix")
 }
+
+/// A throwaway PostgreSQL cluster for `test`, or `None` after a visible skip; in CI
+/// (`CI=true`) a cluster that cannot start fails the test.
+pub fn postgres_for(test: &str) -> Option<oomdoc_server::store::postgres::cluster::TempCluster> {
+    match oomdoc_server::store::postgres::cluster::TempCluster::start() {
+        Ok(c) => Some(c),
+        Err(e) => {
+            oomdoc_testkit::require_in_ci(test, &format!("PostgreSQL could not start ({e}); run crates/server/ci-postgres.sh"));
+            None
+        }
+    }
+}

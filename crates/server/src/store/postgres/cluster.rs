@@ -4,7 +4,8 @@
 //! The binaries are found in `$OOMDOC_PG_BIN`, else the newest `/usr/lib/postgresql/*/bin`
 //! (Debian's `postgresql` package; `crates/server/ci-postgres.sh` installs it), else
 //! `PATH`. PostgreSQL refuses to run as root; as root the cluster runs as the `postgres`
-//! user (which Debian's package creates) through `setpriv`.
+//! user (which Debian's package creates) through `setpriv`. Tests call it through
+//! `tests/common::postgres_for`, which fails in CI and skips visibly elsewhere.
 
 use std::{
     net::TcpListener,
@@ -19,30 +20,6 @@ pub struct TempCluster {
     /// `(uid, gid)` the server runs as when we are root.
     run_as: Option<(u32, u32)>,
     pub port: u16,
-}
-
-/// Whether tests that need PostgreSQL must fail instead of skipping: in CI (`CI=true`).
-pub fn required() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
-}
-
-/// For a test: the cluster, or `None` after saying loudly that the test is skipped
-/// (on stderr, and in `target/postgres-skipped.txt`, which `scripts/test.sh` reports).
-/// In CI a cluster that cannot start fails the test.
-pub fn for_test(test: &str) -> Option<TempCluster> {
-    match TempCluster::start() {
-        Ok(c) => Some(c),
-        Err(e) if required() => panic!("{test}: PostgreSQL is required in CI (CI=true) but could not start: {e}"),
-        Err(e) => {
-            let line = format!("SKIPPED {test}: no PostgreSQL ({e}); run crates/server/ci-postgres.sh\n");
-            eprint!("{line}");
-            let marker = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/postgres-skipped.txt");
-            if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(marker) {
-                let _ = std::io::Write::write_all(&mut f, line.as_bytes());
-            }
-            None
-        }
-    }
 }
 
 fn find_bin() -> Result<PathBuf, String> {
