@@ -122,6 +122,9 @@ fn a_job_report_a_raw_log_and_shipped_lines_are_stored_once_each() {
     assert_eq!((f["reports"].as_u64(), f["memory_failures"].as_u64()), (Some(4), Some(4)), "{f}");
     assert_eq!(f["by_entry"][0]["entry"], "pytorch.cuda-oom");
     assert_eq!(f["by_entry"][0]["reports"], 4);
+    // The fix category comes from the report's first fix (the contract's `category`).
+    assert!(f["by_entry"][0]["category"].is_string(), "{}", f["by_entry"][0]);
+    assert_eq!(f["by_category"][0]["key"], f["by_entry"][0]["category"]);
     assert!(f["fixes"]["pytorch.cuda-oom"].is_array());
     let versions: Vec<_> = f["by_version"].as_array().unwrap().iter().map(|v| v["version"].as_str().unwrap().to_string()).collect();
     assert_eq!(versions, ["2.5.1", "2.6.0"]);
