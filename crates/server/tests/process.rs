@@ -18,6 +18,13 @@ use std::{
 
 const CHILD_DB: &str = "OOMDOC_TEST_CHILD_DB";
 
+/// The tests here kill servers whose writers keep dialling their port; run one at a time, so
+/// a port freed by one test and reused by another's new server never receives stray posts.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Runs only as the child process (the environment variable is set by `spawn_server`).
 #[test]
 fn child_server() {
@@ -69,6 +76,7 @@ fn spawn_server_at(db: &str, quota: Option<u64>) -> (Child, SocketAddr) {
 
 #[test]
 fn acknowledged_feedback_survives_kill_9() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("oomdoc.sqlite3");
     let e = entry_with_fix();
@@ -118,6 +126,7 @@ fn try_post_feedback(addr: SocketAddr, body: &str) -> Option<u16> {
 /// they write; every report answered 201 is in the file.
 #[test]
 fn fifty_parallel_writers_lose_no_acknowledged_report_to_kill_9() {
+    let _serial = one_at_a_time();
     use std::sync::{atomic::{AtomicBool, Ordering}, Arc};
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("oomdoc.sqlite3");
@@ -176,6 +185,7 @@ fn fifty_parallel_writers_lose_no_acknowledged_report_to_kill_9() {
 
 #[test]
 fn sigterm_stops_gracefully() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let (mut child, addr) = spawn_server(&dir.path().join("oomdoc.sqlite3"));
     assert_eq!(request(addr, "GET", "/healthz", &[], b"").status, 200);
@@ -221,6 +231,7 @@ fn try_post(addr: SocketAddr, path: &str, headers: &[(&str, &str)], body: &str) 
 /// equals the rows, within the quota.
 #[test]
 fn replicas_on_postgres_lose_no_acknowledged_write_to_kill_9() {
+    let _serial = one_at_a_time();
     use oomdoc_server::store;
     use std::sync::{atomic::{AtomicBool, Ordering}, Arc};
     let Some(pg) = postgres_for("replicas_on_postgres_lose_no_acknowledged_write_to_kill_9") else { return };
@@ -284,9 +295,11 @@ fn replicas_on_postgres_lose_no_acknowledged_write_to_kill_9() {
     while pg.psql("replicas", "SELECT COUNT(*) FROM reports").unwrap().parse::<u64>().unwrap() < 60 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
+    // Writers stop dialling A first (its port may be reused once it is gone); the requests
+    // in flight on A are cut by the kill.
+    a_dead.store(true, Ordering::Relaxed);
     a.kill().unwrap();
     a.wait().unwrap();
-    a_dead.store(true, Ordering::Relaxed);
     std::thread::sleep(Duration::from_millis(500));
     stop.store(true, Ordering::Relaxed);
     let (mut reports, mut feedback, mut logs) = (Vec::new(), Vec::new(), 0);

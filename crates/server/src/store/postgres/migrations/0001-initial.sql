@@ -1,6 +1,8 @@
 -- 1: the whole schema of the SQLite store's migrations 1-4, in PostgreSQL's types.
 -- Tallies are GROUP BYs over feedback_by_fix (no trigger-kept table), and the stored-log
 -- totals are kept by the same transaction that changes the logs (store::postgres).
+-- A report's diagnosis is JSON (text kept as sent), not JSONB: it is stored and read back
+-- whole, never queried inside, and parsing 30 KB into JSONB on every insert costs CPU.
 CREATE TABLE feedback (
     id          BIGSERIAL PRIMARY KEY,
     created_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
@@ -48,7 +50,7 @@ CREATE TABLE reports (
     category        TEXT,
     memory_failure  BOOLEAN NOT NULL,
     findings        INTEGER NOT NULL,
-    report          JSONB NOT NULL
+    report          JSON NOT NULL
 );
 CREATE INDEX reports_by_time ON reports (created_at);
 CREATE TABLE api_tokens (
