@@ -34,10 +34,12 @@ struct Options {
     seconds: u64,
     kill_after: Option<u64>,
     db: Option<String>,
+    /// Post the first finding's identity only (id, kind, sizes), not the whole diagnosis.
+    small: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
-    let mut o = Options { replicas: 2, writers: 32, seconds: 10, kill_after: Some(5), db: None };
+    let mut o = Options { replicas: 2, writers: 32, seconds: 10, kill_after: Some(5), db: None, small: false };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
@@ -59,8 +61,9 @@ fn parse_args() -> Result<Options, String> {
                 o.kill_after = (s > 0).then_some(s);
             }
             "--db" => o.db = Some(value(&a)?),
+            "--small" => o.small = true,
             "-h" | "--help" => {
-                println!("oomdoc-replicas-bench [--replicas 2] [--writers 32] [--seconds 10] [--kill-after-secs 5 (0: none)] [--db postgres://…]");
+                println!("oomdoc-replicas-bench [--replicas 2] [--writers 32] [--seconds 10] [--kill-after-secs 5 (0: none)] [--small] [--db postgres://…]");
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument `{other}`")),
@@ -190,6 +193,15 @@ fn main() {
     let addrs: Vec<SocketAddr> = replicas.iter().map(|r| r.1).collect();
     let log = include_str!("../../../../examples/train.log");
     let report = (oomdoc_server::Engines::default().diagnose)(log.as_bytes(), oomdoc_kb::Lang::En).unwrap();
+    let report = if o.small {
+        // What a slim client would send: the first finding's id, kind, sizes and first fix.
+        let f = &report["findings"][0];
+        let fix = &f["fixes"][0];
+        serde_json::json!({"findings": [{"id": f["id"], "kind": f["kind"], "first_fatal": true, "sizes": f["sizes"],
+                                          "fixes": [{"id": fix["id"], "category": fix["category"]}]}]})
+    } else {
+        report
+    };
     let report = serde_json::to_string(&report).unwrap();
     println!(
         "{} replicas, {} writers, {} s, report {} bytes, kill -9 of replica 0 after {}",
