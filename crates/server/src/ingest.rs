@@ -138,7 +138,7 @@ pub fn summarize(report: &Value, labels: &mut Labels) -> Result<(Option<String>,
 
 /// One parsed item of a request body.
 enum Item {
-    Record(Record),
+    Record(Box<Record>),
     /// A shipper's line: its text and its other fields.
     Line(String, Map<String, Value>),
 }
@@ -150,7 +150,7 @@ fn item_of(v: Value) -> Result<Item, AppError> {
     let is_record = map.contains_key("labels") || map.contains_key("report") || map.contains_key("report_id");
     if is_record {
         let r: Record = serde_json::from_value(Value::Object(map)).map_err(|e| AppError::Unprocessable(format!("record: {e}")))?;
-        return Ok(Item::Record(r));
+        return Ok(Item::Record(Box::new(r)));
     }
     for key in ["message", "log", "msg"] {
         if let Some(Value::String(text)) = map.remove(key) {
@@ -331,6 +331,7 @@ pub async fn ingest(state: &Shared, headers: &HeaderMap, query: Option<&str>, bo
     for item in parse_body(body)? {
         match item {
             Item::Record(r) => {
+                let r = *r;
                 let (source, report) = match (r.report, r.log) {
                     (Some(report), None) => ("report", report),
                     (None, Some(log)) => ("log", diagnose_text(state, log).await?),

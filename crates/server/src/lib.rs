@@ -58,7 +58,7 @@ impl axum::extract::FromRequestParts<Arc<AppState>> for ClientAddr {
                 .filter_map(|v| v.to_str().ok())
                 .flat_map(|v| v.split(','))
                 .filter_map(|a| a.trim().parse().ok())
-                .last();
+                .next_back();
             if forwarded.is_some() {
                 return Ok(ClientAddr(forwarded));
             }
