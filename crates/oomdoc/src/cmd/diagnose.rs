@@ -62,6 +62,8 @@ pub struct DiagnoseArgs {
     /// Logs read at once (default: every core).
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
+    #[command(flatten)]
+    pub post: super::post::PostArgs,
 }
 
 pub fn parse_lang(s: &str) -> Result<Lang, String> {
@@ -111,6 +113,9 @@ pub fn run(args: DiagnoseArgs) -> Result<(), CliError> {
     };
     let opts = Options { lang: args.lang, dump: args.dump.clone(), snapshot, ..Options::default() };
     if args.follow {
+        if args.post.post.is_some() {
+            return Err(CliError::usage("--post sends one report; it does not work with --follow".to_string()));
+        }
         return follow(&args, &opts);
     }
     // One file or standard input: the single-log report, as always.
@@ -127,6 +132,10 @@ pub fn run(args: DiagnoseArgs) -> Result<(), CliError> {
     let mut stdout = io::stdout().lock();
     stdout.write_all(render_report(&report, &args).as_bytes())?;
     stdout.flush()?;
+    if args.post.post.is_some() {
+        let v = serde_json::to_value(&report).expect("report serializes");
+        eprintln!("{}", super::post::post_report(&args.post, &v, None));
+    }
     Ok(())
 }
 
