@@ -51,6 +51,10 @@ pub struct DiagnoseArgs {
     /// to each finding that names a module.
     #[arg(long, value_name = "DIR")]
     pub dump: Option<PathBuf>,
+    /// PyTorch CUDA memory snapshot (`torch.cuda.memory._dump_snapshot()`): attach what
+    /// was live at its OOM (or peak), by the user's call site, to each PyTorch finding.
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Option<PathBuf>,
     /// Keep reading one log as it grows (like `tail -f`) and print each failure as soon as
     /// its message is complete (with --format json: one finding object per line). Ctrl-C stops.
     #[arg(long, short = 'f')]
@@ -101,7 +105,11 @@ pub fn run(args: DiagnoseArgs) -> Result<(), CliError> {
             return Err(CliError::usage(format!("--dump {}: no such file or directory", d.display())));
         }
     }
-    let opts = Options { lang: args.lang, dump: args.dump.clone(), ..Options::default() };
+    let snapshot = match &args.snapshot {
+        Some(p) => Some(std::sync::Arc::new(oomdoc_diagnose::snapshot::SnapshotInput::load(p).map_err(|e| CliError::usage(format!("--snapshot {e}")))?)),
+        None => None,
+    };
+    let opts = Options { lang: args.lang, dump: args.dump.clone(), snapshot, ..Options::default() };
     if args.follow {
         return follow(&args, &opts);
     }
