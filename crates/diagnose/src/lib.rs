@@ -247,6 +247,8 @@ fn build(hit: &Hit, flat: &normalize::Flat) -> Finding {
         kind,
         severity,
         confidence: hit.confidence,
+        confidence_reason: hit.confidence_reason.clone(),
+        size_notes: hit.size_notes.clone(),
         first_fatal: false,
         title: String::new(),
         platform: hit.platform.or(entry.map(|e| e.platform)).unwrap_or(Platform::Other),

@@ -8,7 +8,7 @@
 //! as a log message, and the line must not read as prose (first/second person, questions,
 //! hints). Disk-full, quota and timeout errors never contain these phrases.
 
-use super::Hit;
+use super::{vocabulary, Hit};
 use crate::finding::{Confidence, SizeKey};
 use crate::grammar;
 use oomdoc_kb::{Phase, Platform};
@@ -58,7 +58,25 @@ pub const TRIGGERS: &[&str] = &[
     "MemoryError",
     "OutOfMemory",
     "ALLOCATION_FAILURE",
-];
+    // Runtime status members (`vocabulary::MEMBERS`) not covered by a trigger above, and the
+    // allocation calls beside which a status is read by value.
+    "cudaErrorMemoryAllocation",
+    "hipErrorMemoryAllocation",
+    "rocblas_status_memory_error",
+    "miopenStatusAllocFailed",
+    "ALLOCATION_FAILED",
+    "MEMORY_ALLOCATION",
+    "_MEM_ALLOC",
+    "OUTOFMEMORY",
+    "NO_MEMORY",
+    "out_of_memory",
+    "Malloc",
+    "malloc",
+    "MemAlloc",
+    "AllocateMemory",
+    "CreateBuffer",
+    "CreateCommittedResource",
+]; 
 
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
 grammar!(
@@ -115,12 +133,31 @@ grammar!(
 
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     let existing: Vec<(usize, usize)> = hits.iter().map(|h| (h.start, h.end)).collect();
+    let mut named = statuses(t, &existing);
     let mut found: Vec<Hit> = Vec::new();
     for m in strong().find_iter(t) {
         let (ls, le) = line_bounds(t, m.start(), m.end());
         // Anything a family grammar already claimed nearby is that family's message.
         let (ns, ne) = near(t, ls, le, 2);
         if existing.iter().any(|&(s, e)| s < ne && ns < e) {
+            continue;
+        }
+        // A runtime status named nearby is the same failure: its words only add sizes.
+        if let Some(n) = named.iter_mut().find(|h| h.start < ne && ns < h.end) {
+            if !prose().is_match(&t[ls..le]) {
+                let end = message_end(t, le);
+                let mut more = Hit::new(n.id, ls, end);
+                sizes(&t[ls..end], &mut more);
+                n.end = n.end.max(end);
+                for (k, p) in more.sizes {
+                    if n.get(k).is_none() {
+                        n.sizes.push((k, p));
+                    }
+                }
+                // The words say memory: no longer a disguise.
+                n.confidence = Confidence::Certain;
+                n.confidence_reason = None;
+            }
             continue;
         }
         if found.iter().any(|h| h.start <= m.start() && m.end() <= h.end) {
@@ -158,15 +195,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         } else if !(marked || leads) {
             continue;
         }
-        // The message: this line, and the next one when it continues the sentence.
-        let mut end = le;
-        if let Some((ns2, ne2)) = next_line(t, le) {
-            let next = &t[ns2..ne2];
-            let continues = next.trim_start().starts_with(|c: char| c.is_ascii_digit());
-            if !next.trim().is_empty() && next.len() < 400 && (continues || requested().is_match(next) || free_sz().is_match(next)) && !prose().is_match(next) {
-                end = ne2;
-            }
-        }
+        let end = message_end(t, le);
         let start = ls + (line.len() - line.trim_start().len());
         let mut h = Hit::new("generic.oom", start, end.max(start));
         h.priority = 90;
@@ -209,7 +238,163 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         }
         found.push(h);
     }
+    hits.extend(named);
     hits.extend(found);
+}
+
+// Every member name of the runtimes' status enums, as a whole word.
+fn member_names() -> &'static regex::Regex {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        let alt: Vec<String> = vocabulary::MEMBERS.iter().map(|m| regex::escape(m.name)).collect();
+        regex::Regex::new(&format!(r"(?:\b|_)(?:{})\b", alt.join("|"))).expect("member names")
+    })
+}
+
+// Each runtime's API calls and names, in `vocabulary::RUNTIMES` order.
+fn runtime_calls() -> &'static [regex::Regex] {
+    static RE: std::sync::OnceLock<Vec<regex::Regex>> = std::sync::OnceLock::new();
+    RE.get_or_init(|| vocabulary::RUNTIMES.iter().map(|r| regex::Regex::new(r.calls).expect("runtime calls")).collect())
+}
+
+// A status value printed after a call: `failed with error 2`, `returned -2`, `res=2`,
+// `status = 4`, `error code 1455`, `(2 vs. 0)` (a CHECK_EQ against success), `[WinError 8]`.
+grammar!(
+    status_value,
+    r"(?i:\b(?:win)?error|\berr|\berrno|\bstatus|\bres|\bresult|\bcode|\breturned|\brc|\bret|\bfailed|\bfailure)(?: code| number| value)?\s*(?:[:=(]\s*)?(?P<v>-?0[xX][0-9A-Fa-f]{1,8}\b|-?\d{1,10}\b)|\((?P<c>-?\d{1,10}) vs\. 0\)"
+);
+// Words that say a memory failure was near: a Likely member that needs context is read only beside one.
+grammar!(memory_near, r"(?i)out[ _-]?of[ _-]?(?:\w+[ _-])?memory|(?:failed|unable|cannot|can't|could not) (?:to )?allocate|alloc(?:ation)?[ _]failed|\bOOM\b");
+// Enum listings, switch statements and headers quoting the names are code, not failures.
+grammar!(listing, r"^\s*(?:case\s|#define\s|[A-Za-z_]\w*\s*=\s*-?(?:0x)?[0-9A-Fa-f]+\s*,?\s*(?://.*)?$|[|-]\s*[A-Za-z_]\w*\s*\|)");
+
+/// Failures named by a runtime's own status: a member of its enum, by name or beside one of
+/// its calls by value (see [`vocabulary`]).
+fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
+    let mut out: Vec<Hit> = Vec::new();
+    let mut seen: Vec<(usize, usize, &'static vocabulary::Member, usize, usize)> = Vec::new();
+    for m in member_names().find_iter(t) {
+        let s = m.start() + usize::from(t[m.start()..].starts_with('_'));
+        if let Some(member) = vocabulary::member(&t[s..m.end()]) {
+            seen.push((s, m.end(), member, s, m.end()));
+        }
+    }
+    // By value, beside the runtime's own calls on an error line.
+    if t.bytes().any(|b| b.is_ascii_digit()) {
+        for c in status_value().captures_iter(t) {
+            let Some(v) = c.name("v").or(c.name("c")) else { continue };
+            let Some(value) = vocabulary::parse_value(v.as_str()) else { continue };
+            // `error 2.5 s` is a number, not a status.
+            if t[v.end()..].starts_with('.') && t[v.end() + 1..].starts_with(|ch: char| ch.is_ascii_digit()) {
+                continue;
+            }
+            let (ls, _) = line_bounds(t, v.start(), v.end());
+            let before = &t[ls..v.start()];
+            // The nearest call before the value names the runtime.
+            let mut best: Option<(usize, &'static vocabulary::Runtime)> = None;
+            for (rt, re) in vocabulary::RUNTIMES.iter().zip(runtime_calls()) {
+                if let Some(last) = re.find_iter(before).last() {
+                    if best.map_or(true, |(at, _)| last.start() > at) {
+                        best = Some((last.start(), rt));
+                    }
+                }
+            }
+            let Some((at, rt)) = best else { continue };
+            if let Some(member) = vocabulary::by_value(rt.id, value).next() {
+                if !seen.iter().any(|x| x.0 <= v.start() && v.start() < x.1 + 200 && x.2.runtime == member.runtime) {
+                    seen.push((ls + at, v.end(), member, v.start(), v.end()));
+                }
+            }
+        }
+    }
+    seen.sort_by_key(|x| x.0);
+    for (start, end, member, vs, ve) in seen {
+        let (ls, le) = line_bounds(t, start, end);
+        let (ns, ne) = near(t, ls, le, 2);
+        if existing.iter().any(|&(s, e)| s < ne && ns < e) {
+            continue;
+        }
+        let line = &t[ls..le];
+        if prose().is_match(line) || code().is_match(line) || listing().is_match(line) || quoted(t, ls, start, le) {
+            continue;
+        }
+        let named_here = &t[vs..ve] == member.name;
+        // A name that is not itself an error name (`E_OUTOFMEMORY`, `ENOMEM`) needs an error marker.
+        let self_marked = named_here && (member.name.contains("ERROR") || member.name.contains("Error") || member.name.contains("FAIL") || member.name.contains("Fail"));
+        if !self_marked && !error_marker().is_match(line) {
+            continue;
+        }
+        let reason = match member.meaning {
+            vocabulary::Meaning::NotMemory => continue,
+            vocabulary::Meaning::Oom => None,
+            vocabulary::Meaning::Likely { reason, needs_memory_context } => {
+                let (ws, we) = near(t, ls, le, 8);
+                if needs_memory_context && !memory_near().is_match(&t[ws..we]) {
+                    continue;
+                }
+                Some(reason)
+            }
+        };
+        // One failure per status per few lines (the same status repeated by a traceback).
+        if let Some(prev) = out.iter_mut().find(|h| h.details.get("status").and_then(|v| v.as_str()) == Some(member.name) && t[h.end.min(ls)..ls].matches('\n').count() <= 6) {
+            prev.end = prev.end.max(le);
+            continue;
+        }
+        let rt = vocabulary::runtime(member.runtime).expect("member's runtime");
+        let start = ls + (line.len() - line.trim_start().len());
+        let end = message_end(t, le);
+        let mut h = Hit::new("generic.device-oom", start, end);
+        h.priority = 85;
+        h.phase = Some(Phase::Runtime);
+        let space = match member.space {
+            vocabulary::Space::Device => "device",
+            vocabulary::Space::Host => "host",
+            vocabulary::Space::Either => match place(t, start, end) {
+                (_, Some("device")) => "device",
+                _ => "host",
+            },
+        };
+        if space == "host" {
+            h.id = "generic.host-oom";
+            h.platform = Some(Platform::Cpu);
+        } else {
+            h.platform = Some(match rt.platform {
+                // A runtime of any vendor (Vulkan, OpenCL, DirectML): the words around it may name one.
+                Platform::Other => match place(t, start, end) {
+                    (p, Some("device")) if p != Platform::Cpu => p,
+                    _ => Platform::Other,
+                },
+                p => p,
+            });
+        }
+        h.space(space);
+        if let Some(r) = reason {
+            h.likely(r);
+        }
+        h.detail("runtime", rt.id);
+        h.detail("status", member.name);
+        if let Some(v) = member.value {
+            h.detail("status_value", v);
+        }
+        h.detail("status_source", member.source);
+        h.code_in_log = None;
+        sizes(&t[start..end], &mut h);
+        out.push(h);
+    }
+    out
+}
+
+/// The message: the line ending at `le`, and the next one when it continues the sentence
+/// (a wrapped size, or the sizes on a line of their own).
+fn message_end(t: &str, le: usize) -> usize {
+    if let Some((ns, ne)) = next_line(t, le) {
+        let next = &t[ns..ne];
+        let continues = next.trim_start().starts_with(|c: char| c.is_ascii_digit());
+        if !next.trim().is_empty() && next.len() < 400 && (continues || requested().is_match(next) || free_sz().is_match(next)) && !prose().is_match(next) {
+            return ne;
+        }
+    }
+    le
 }
 
 /// The line reads as people writing about a failure (questions, first person, hints).

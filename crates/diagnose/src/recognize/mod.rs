@@ -16,6 +16,7 @@ pub mod serving;
 pub mod tensorflow;
 pub mod tpu;
 pub mod triton;
+pub mod vocabulary;
 
 /// Start triggers owned by the family modules (the scanner adds them to its own list).
 pub const MODULE_TRIGGERS: &[&[&str]] =
@@ -100,6 +101,10 @@ pub struct Hit {
     pub platform: Option<Platform>,
     pub phase: Option<Phase>,
     pub confidence: Confidence,
+    /// Why the confidence is `likely` (the message does not say memory).
+    pub confidence_reason: Option<String>,
+    /// Sizes that were printed but dropped as implausible, and why.
+    pub size_notes: Vec<String>,
     /// Conditions the recognizer knows directly (`early_abort`, `legacy_message`, …).
     pub flags: BTreeSet<&'static str>,
     /// A vendor code printed with this message.
@@ -122,6 +127,8 @@ impl Hit {
             platform: None,
             phase: None,
             confidence: Confidence::Certain,
+            confidence_reason: None,
+            size_notes: Vec::new(),
             flags: BTreeSet::new(),
             code_in_log: None,
             priority: 50,
@@ -193,6 +200,13 @@ impl Hit {
 
     pub fn space(&mut self, s: &str) -> &mut Self {
         self.memory_space = Some(s.to_string());
+        self
+    }
+
+    /// A memory failure in disguise: `likely`, and why.
+    pub fn likely(&mut self, reason: &str) -> &mut Self {
+        self.confidence = Confidence::Likely;
+        self.confidence_reason = Some(reason.to_string());
         self
     }
 
