@@ -32,6 +32,7 @@ pub mod normalize;
 pub mod recognize;
 pub mod render;
 pub mod scan;
+pub mod sizes;
 mod zstd_frames;
 
 pub use finding::*;

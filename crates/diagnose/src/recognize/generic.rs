@@ -445,6 +445,18 @@ fn sizes(msg: &str, h: &mut Hit) {
             }
         }
     }
+    // Anything else the message labels, in any layout (tables, `Label : value`).
+    h.labeled_sizes(msg, oomdoc_units::UnitStyle::Binary);
+    // No grammar vouches for these numbers: one no memory has is dropped with a note.
+    let mut notes = Vec::new();
+    h.sizes.retain(|(k, p)| match crate::sizes::plausible(p) {
+        Some(n) => {
+            notes.push(format!("{n} ({})", k.name()));
+            false
+        }
+        None => true,
+    });
+    h.size_notes.extend(notes);
 }
 
 /// A size with a unit (or `bytes`): a bare number is never read as bytes here.

@@ -35,7 +35,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// sign, exponent notation (`1e400`, `1E6`: never read as the exa prefix), `nan`/`inf`,
 /// a NUL byte inside the number — so that the grammar still matches, the finding is
 /// kept, and [`Hit::size`] drops the value (the units parser rejects such text).
-pub const SZ: &str = r"-?(?:[0-9][0-9,]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?(?:\x00\S*)?|(?:[nN]a[nN]|[iI]nf(?:inity)?)\b)(?:\s?(?:[KMGTPE]i?B|[KMGTPE]|B|bytes?)\b)?";
+pub const SZ: &str = r"-?(?:[0-9][0-9,]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?(?:\x00\S*)?|(?:[nN]a[nN]|[iI]nf(?:inity)?)\b)(?:\s{0,2}(?:[KMGTPE]i?B|[KMGTPE]|B|bytes?)\b)?";
 
 /// Compile a grammar, substituting `{SZ}` for the size pattern.
 pub fn re(pattern: &str) -> Regex {
@@ -141,8 +141,40 @@ impl Hit {
 
     pub fn size_in(&mut self, key: SizeKey, text: &str, style: UnitStyle) -> &mut Self {
         if let Some(p) = parse_size_in(text, style) {
-            self.sizes.retain(|(k, _)| *k != key);
-            self.sizes.push((key, p));
+            self.put(key, p);
+        }
+        self
+    }
+
+    /// Set a size unless it is an overflow (then it becomes a note, see [`crate::sizes::not_overflow`]).
+    pub fn put(&mut self, key: SizeKey, p: PrintedSize) -> &mut Self {
+        if let Some(note) = crate::sizes::not_overflow(&p) {
+            let note = format!("{note} ({})", key.name());
+            if !self.size_notes.contains(&note) {
+                self.size_notes.push(note);
+            }
+            return self;
+        }
+        self.sizes.retain(|(k, _)| *k != key);
+        self.sizes.push((key, p));
+        self
+    }
+
+    /// Fill the keys this hit has no size for from the labeled sizes of `text` (tables,
+    /// `Label : value` lines, any layout [`crate::sizes::labeled`] reads).
+    pub fn labeled_sizes(&mut self, text: &str, style: UnitStyle) -> &mut Self {
+        let found = crate::sizes::labeled(text, style);
+        for l in found.sizes {
+            if let Some(k) = l.key {
+                if self.get(k).is_none() {
+                    self.sizes.push((k, l.size));
+                }
+            }
+        }
+        for n in found.notes {
+            if !self.size_notes.contains(&n) {
+                self.size_notes.push(n);
+            }
         }
         self
     }
@@ -156,9 +188,7 @@ impl Hit {
     }
 
     pub fn bytes(&mut self, key: SizeKey, bytes: u64, text: String) -> &mut Self {
-        self.sizes.retain(|(k, _)| *k != key);
-        self.sizes.push((key, PrintedSize { bytes, text, exact: true }));
-        self
+        self.put(key, PrintedSize { bytes, text, exact: true })
     }
 
     pub fn get(&self, key: SizeKey) -> Option<u64> {

@@ -59,6 +59,15 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.phase = Some(Phase::Runtime);
             h.space("device");
             h.flag("memory_fraction_cap").flag("framework_pytorch");
+            // Its table (`Currently allocated : …`, `Requested : …`, `Device limit : …`,
+            // `Free (according to CUDA): …`, `PyTorch limit (…) : …`), in any paste form.
+            let after = window(t, m.end(), 900);
+            let table_end = after.find("\n\n").unwrap_or(after.len());
+            let found = crate::sizes::labeled(&after[..table_end], oomdoc_units::UnitStyle::Binary);
+            if let Some(last) = found.sizes.iter().map(|l| l.end).max() {
+                h.end = m.end() + last;
+            }
+            h.labeled_sizes(&after[..table_end], oomdoc_units::UnitStyle::Binary);
             h.priority = 10;
             hits.push(h);
         }
