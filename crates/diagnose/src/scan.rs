@@ -145,6 +145,7 @@ pub const START_TRIGGERS: &[&str] = &[
     "oom_kill",
     "error 2 out of memory",
     "would exceed allowed memory",
+    "Invalid buffer size",
     "Killed",
     ": killed",
 ];
@@ -225,7 +226,7 @@ const CONTEXT_WORDS: &[&str] = &[
 /// search's eight buckets, chosen by the tool's `--order` for the fewest positions of the
 /// reference text that pass a bucket's fingerprint test.
 pub const ANCHOR_BUCKETS: &[&[&str]] = &[
-    &["lloc", " OOM", "cache", "celerato", " 137", "MEMORY"],
+    &["lloc", " OOM", "cache", "celerato", " 137", "MEMORY", " 1455"],
     &["XLA_", "ed d", "pooled_s", "E100", ":OOM", "ille"],
     &["SIGKILL", "emory", "code: -9", "Hbm usag", "TPU_", "(OOM"],
     &["ENOMEM", "uffer", "E010", "cudnn co", " when wa", "_STATUS_"],
