@@ -228,12 +228,12 @@ const CONTEXT_WORDS: &[&str] = &[
 pub const ANCHOR_BUCKETS: &[&[&str]] = &[
     &["lloc", " OOM", "cache", "celerato", " 137", "MEMORY", " 1455"],
     &["XLA_", "ed d", "pooled_s", "E100", ":OOM", "ille"],
-    &["SIGKILL", "emory", "code: -9", "Hbm usag", "TPU_", "(OOM"],
+    &["SIGKILL", "emory", "code: -", "Hbm usag", "TPU_", "(OOM"],
     &["ENOMEM", "uffer", "E010", "cudnn co", " when wa", "_STATUS_"],
     &["posix_me", " than ", " to r", "LLVM ERR", "ase ", "[OOM"],
-    &["E300", "esource", "halted ", "E200", "openxla.", "SOURCE_E"],
+    &["E300", "esource", "halted ", "E200", "openxla.", "SOURCE_E", "RESOURCES"],
     &[" compil", " device:", "kill", "ALLOC", "rogram", "ode 2: "],
-    &["200:", "EL0004", "Tensor w", "rrno 12]", "No v", "otal "],
+    &["200:", "EL0004", "Tensor w", "rrno 12]", "No v", "otal ", "able RAM", "e died"],
 ];
 
 /// Every start trigger: the scanner's own list plus each family module's, without repeats.

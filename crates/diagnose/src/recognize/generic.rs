@@ -76,12 +76,19 @@ pub const TRIGGERS: &[&str] = &[
     "AllocateMemory",
     "CreateBuffer",
     "CreateCommittedResource",
+    "MemoryAllocate",
+    "Allocation Failure",
+    "rror code: -",
+    "OUT_OF_RESOURCES",
+    "GPU resources",
+    "memory allocation of",
+    "Memory allocation of",
 ]; 
 
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
 grammar!(
     strong,
-    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) allocate\b|not[ _]enough[ _](?:\w+[ _])?memory|insufficient[ _](?:\w+[ _])?memory|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _]failed|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b"
+    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) allocate\b|not[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?memory|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _]failed|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|memory allocation of \d+ bytes failed"
 );
 // What makes the line an error report, before the phrase.
 grammar!(
@@ -98,7 +105,7 @@ grammar!(code, r#"\braise \w|\bdef \w|\breturn \w|^\s*(?:if|elif|while|assert) .
 // Operators: code, unless the line is already an error report (RET_CHECK / CHECK expressions).
 grammar!(operators, r"==|!=|&&|\|\||;\s*$");
 // A message at the start of a line (after a log prefix) needs no marker: "Failed to allocate 14495514624 bytes of memory".
-grammar!(line_start_phrase, r"(?i)^(?:[\s>*`\[\]\w:./-]|\p{So}){0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to allocate|(?:cannot|can't|could not) allocate|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed)");
+grammar!(line_start_phrase, r#"(?i)^(?:[\s>*`"'\[\]\w:./-]|\p{So}){0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to allocate|(?:cannot|can't|could not) allocate|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed|out of (?:gpu|device) resources|memory allocation of \d+ bytes failed)"#);
 
 // Sizes by general rules, next to the word that names them. Only sizes with a unit (or
 // `bytes`) are read here: a bare number next to "allocate" may count elements or blocks.
@@ -120,11 +127,12 @@ grammar!(w_npu, r"\bNPU\b|\bnpu\b|\bAscend\b|\bCANN\b|\bACL_ERROR\w*");
 grammar!(w_tpu, r"\bTPU\b");
 grammar!(
     w_host,
-    r"\bCPU\b|\bcpu\b|intel_cpu|\bhost\b|\bHost\b|DefaultCPUAllocator|posix_memalign|\bmalloc\b|\bmmap\b|\bRAM\b|\bswap\b|CPUPlace|virtual memory|\bpinned\b|page-locked"
+    r"\bCPU\b|\bcpu\b(?:[^.]|$)|intel_cpu|\bhost\b|\bHost\b|DefaultCPUAllocator|posix_memalign|\bmalloc\b|\bmmap\b|\bRAM\b|\bswap\b|CPUPlace|virtual memory|\bpinned\b|page-locked"
 );
 // Host by default: Python's MemoryError, C++ bad_alloc, errno ENOMEM, unless a device is named.
-grammar!(w_host_weak, r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b");
-grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|\bdevice memory\b|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bRMM_\w+|\bDirectML\b|\bDML\b|\bVulkan\b");
+// Rust's std::alloc::handle_alloc_error prints "memory allocation of N bytes failed" for the heap.
+grammar!(w_host_weak, r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b|(?i:memory allocation of \d+ bytes failed)");
+grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|(?i:\bdevice memory\b)|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bRMM_\w+|\bDirectML\b|\bDML\b|\bVulkan\b");
 
 grammar!(
     other_cause,
@@ -265,6 +273,13 @@ grammar!(
 );
 // Words that say a memory failure was near: a Likely member that needs context is read only beside one.
 grammar!(memory_near, r"(?i)out[ _-]?of[ _-]?(?:\w+[ _-])?memory|(?:failed|unable|cannot|can't|could not) (?:to )?allocate|alloc(?:ation)?[ _]failed|\bOOM\b");
+grammar!(alloc_words, r"(?i)\balloc\w*[ _](?:fail|error)|\bfailed to alloc|\bunable to alloc|\bout of (?:\w+ )?memory");
+// A runtime's device allocation call that failed. Without a status that says why, lack of
+// memory is the usual reason (DirectML's `CHECK failed: ... CreateCommittedResource ... >= 0`).
+grammar!(
+    alloc_call_failed,
+    r"\b(?P<call>cudaMalloc\w*|cuMemAlloc\w*|cuMemCreate|hipMalloc\w*|hipExtMalloc\w*|clCreateBuffer|vkAllocateMemory|zeMemAlloc\w*|CreateCommittedResource|CreatePlacedResource|aclrtMalloc\w*|nrt_tensor_allocate|synDeviceMalloc)\b(?:\([^\n]{0,300}?\))?[^\n]{0,40}?(?:\bfail(?:ed|ure)\b|\) >= 0\)\) == \(true\))|\bCHECK failed:[^\n]{0,60}?\b(?P<call2>CreateCommittedResource|CreatePlacedResource)\b"
+);
 // Enum listings, switch statements and headers quoting the names are code, not failures.
 grammar!(listing, r"^\s*(?:case\s|#define\s|[A-Za-z_]\w*\s*=\s*-?(?:0x)?[0-9A-Fa-f]+\s*,?\s*(?://.*)?$|[|-]\s*[A-Za-z_]\w*\s*\|)");
 
@@ -299,6 +314,11 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
                     }
                 }
             }
+            // A value no other status has (an HRESULT, a Level Zero or ACL code) names its
+            // runtime by itself: "RuntimeError: Unknown error -2147024882".
+            let best = best.or_else(|| {
+                (value.unsigned_abs() >= 0x1_0000).then(|| vocabulary::MEMBERS.iter().find(|m| vocabulary::by_value(m.runtime, value).next().is_some())).flatten().and_then(|m| vocabulary::runtime(m.runtime)).map(|rt| (v.start() - ls, rt))
+            });
             let Some((at, rt)) = best else { continue };
             if let Some(member) = vocabulary::by_value(rt.id, value).next() {
                 if !seen.iter().any(|x| x.0 <= v.start() && v.start() < x.1 + 200 && x.2.runtime == member.runtime) {
@@ -332,7 +352,12 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
                 if needs_memory_context && !memory_near().is_match(&t[ws..we]) {
                     continue;
                 }
-                Some(reason)
+                // The line itself says an allocation failed ("status=4 message=\"Allocation Failure\""): certain.
+                if alloc_words().is_match(line) {
+                    None
+                } else {
+                    Some(reason)
+                }
             }
         };
         // One failure per status per few lines (the same status repeated by a traceback).
@@ -381,6 +406,37 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
         sizes(&t[start..end], &mut h);
         out.push(h);
     }
+    // Allocation calls that failed without a status (a status that is not memory rules them out).
+    for c in alloc_call_failed().captures_iter(t) {
+        let m = c.get(0).unwrap();
+        let (ls, le) = line_bounds(t, m.start(), m.end());
+        let (ns, ne) = near(t, ls, le, 2);
+        if existing.iter().any(|&(s, e)| s < ne && ns < e) || out.iter().any(|h| h.start < ne && ns < h.end) {
+            continue;
+        }
+        let line = &t[ls..le];
+        if prose().is_match(line) || listing().is_match(line) || other_cause().is_match(line) {
+            continue;
+        }
+        if status_value().captures_iter(line).any(|v| v.name("v").or(v.name("c")).and_then(|v| vocabulary::parse_value(v.as_str())).is_some_and(|v| v != 0)) {
+            continue; // a stated status decides (read above when it is a memory one)
+        }
+        let call = c.name("call").or(c.name("call2")).map_or("", |m| m.as_str());
+        let start = ls + (line.len() - line.trim_start().len());
+        let end = message_end(t, le);
+        let mut h = Hit::new("generic.device-oom", start, end);
+        h.priority = 86;
+        h.phase = Some(Phase::Runtime);
+        h.platform = Some(match place(t, start, end) {
+            (p, _) if p != Platform::Cpu => p,
+            _ => Platform::Other,
+        });
+        h.space("device");
+        h.likely("the runtime's device allocation call failed without saying why; lack of device memory is the usual reason");
+        h.detail("allocation_call", call);
+        sizes(&t[start..end], &mut h);
+        out.push(h);
+    }
     out
 }
 
@@ -409,7 +465,10 @@ fn quoted(t: &str, ls: usize, at: usize, le: usize) -> bool {
     let qc = before[q..].chars().next().unwrap_or('"');
     let opener_ok = !before[..q].trim().is_empty() && before[..q].chars().last().map_or(false, |c| c.is_whitespace() || c == '(');
     let word_before = before[q + 1..].split_whitespace().count() <= 3;
-    opener_ok && word_before && t[at..le].contains(qc)
+    // `return error "…"`, `message: '…'`: the quotes hold the error that was printed.
+    let lead = before[..q].trim_end().trim_end_matches(':').to_ascii_lowercase();
+    let names_an_error = ["error", "message", "exception", "errors"].iter().any(|w| lead.ends_with(w));
+    opener_ok && word_before && !names_an_error && t[at..le].contains(qc)
 }
 
 /// `MemoryError` is a memory failure when it is raised with a message (`MemoryError: ...`);
@@ -427,6 +486,10 @@ fn sizes(msg: &str, h: &mut Hit) {
     let req = requested().captures_iter(msg).map(|c| c.name("v").map_or("", |m| m.as_str())).find(|v| v.starts_with("0x") || v.starts_with("0X") || has_unit(v));
     if let Some(v) = req {
         h.size(SizeKey::Requested, v);
+        if h.get(SizeKey::Requested).is_none() && oomdoc_units::parse_size(v).is_none() {
+            // Printed, but past any byte count (digits run together, a wrapped-around length).
+            h.size_notes.push(format!("dropped \"{v}\" (requested): more bytes than any memory has, or not a byte count"));
+        }
     }
     if h.get(SizeKey::Requested).is_none() {
         if let Some(c) = size_eq().captures(msg) {

@@ -3,6 +3,7 @@
 //! and culprit the message states. Grammars follow the message formats documented
 //! by the vendors' sources (see each module), not particular log lines.
 
+pub mod cluster;
 pub mod codes;
 pub mod ecosystem;
 pub mod generic;
@@ -20,7 +21,7 @@ pub mod vocabulary;
 
 /// Start triggers owned by the family modules (the scanner adds them to its own list).
 pub const MODULE_TRIGGERS: &[&[&str]] =
-    &[host::TRIGGERS, ggml::TRIGGERS, runtimes::TRIGGERS, serving::TRIGGERS, ecosystem::TRIGGERS, generic::TRIGGERS];
+    &[host::TRIGGERS, cluster::TRIGGERS, ggml::TRIGGERS, runtimes::TRIGGERS, serving::TRIGGERS, ecosystem::TRIGGERS, generic::TRIGGERS];
 
 use crate::finding::{Allocation, Confidence, Culprit, Derived, SizeKey};
 use crate::normalize::Flat;
@@ -261,6 +262,7 @@ pub fn recognize_all(flat: &Flat) -> Vec<Hit> {
     tensorflow::recognize(t, &mut hits);
     misc::recognize(t, &mut hits);
     host::recognize(t, &mut hits);
+    cluster::recognize(t, &mut hits);
     ggml::recognize(t, &mut hits);
     runtimes::recognize(t, &mut hits);
     serving::recognize(t, &mut hits);
