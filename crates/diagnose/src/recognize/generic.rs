@@ -185,6 +185,11 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         if other_cause().is_match(&t[m.end()..le]) {
             continue;
         }
+        // Locking pages in RAM (mlock, VirtualLock) fails with ENOMEM at RLIMIT_MEMLOCK: the
+        // pages exist, they just stay swappable (llama.cpp's "failed to mlock" warning).
+        if page_lock().is_match(line) {
+            continue;
+        }
         // A phrase quoted inside a sentence is a mention ("catch exceptions with 'CUDA out of memory'").
         if quoted(t, ls, m.start(), le) {
             continue;
@@ -273,6 +278,7 @@ grammar!(
 );
 // Words that say a memory failure was near: a Likely member that needs context is read only beside one.
 grammar!(memory_near, r"(?i)out[ _-]?of[ _-]?(?:\w+[ _-])?memory|(?:failed|unable|cannot|can't|could not) (?:to )?allocate|alloc(?:ation)?[ _]failed|\bOOM\b");
+grammar!(page_lock, r"\b(?:mlock|munlock|mlockall|VirtualLock)\b|RLIMIT_MEMLOCK|RLIMIT_MLOCK");
 grammar!(alloc_words, r"(?i)\balloc\w*[ _](?:fail|error)|\bfailed to alloc|\bunable to alloc|\bout of (?:\w+ )?memory");
 // A runtime's device allocation call that failed. Without a status that says why, lack of
 // memory is the usual reason (DirectML's `CHECK failed: ... CreateCommittedResource ... >= 0`).

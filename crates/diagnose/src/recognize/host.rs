@@ -296,11 +296,21 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
         }
     }
     for m in dev_shm().find_iter(t) {
+        // "unable to open shared memory object … : Too many open files (24)" is the descriptor limit.
+        let le = t[m.end()..].find('\n').map_or(t.len(), |i| m.end() + i);
+        if t[m.start()..le].contains("Too many open files") {
+            continue;
+        }
         let mut h = host_hit("host.dev-shm", m.start(), m.end());
         h.priority = 15;
         hits.push(h);
     }
     for m in oom_kill_event().find_iter(t) {
+        // The bare word in someone's sentence ("not related to OOMKilled") is a mention; the
+        // kernel's and slurmstepd's lines address the user themselves ("your processes").
+        if m.as_str() == "OOMKilled" && prose_line(t, m.start()) {
+            continue;
+        }
         // `docker inspect` prints the flag either way: "OOMKilled": false is not a kill.
         let after = super::window(t, m.end(), 12).trim_start_matches('"').trim_start();
         if after.strip_prefix(':').is_some_and(|v| v.trim_start().starts_with("false")) {
