@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Build the Python package from source and run its tests, in a fresh virtual environment:
 #   bash python/scripts/test.sh
-# Steps: python3 -m venv → pip install jax (CPU) + pytest → pip install ./python (maturin,
-# fetched by pip, builds the Rust extension) → pytest python/tests.
+# Steps: python/scripts/venv.sh (a fresh venv with jax (CPU), pytest and the MCP SDK) →
+# pip install ./python (maturin, fetched by pip, builds the Rust extension) → pytest python/tests.
+# OOMDOC_PY_REUSE_VENV=1 keeps a venv venv.sh already made (scripts/test.sh makes it first).
 #
 # The extension is built with Cargo's dev profile into the workspace's target/ directory, so
 # after `cargo test --workspace` only PyO3 and the extension crate compile (measured in
@@ -19,13 +20,13 @@ profile="${OOMDOC_PY_PROFILE:-dev}"
 t0=$(date +%s)
 step() { echo "== $1 ($(( $(date +%s) - t0 )) s)"; }
 
-step "venv $venv"
-rm -rf "$venv"
-"$python" -m venv "$venv"
+if [ "${OOMDOC_PY_REUSE_VENV:-0}" = 1 ] && [ -x "$venv/bin/python" ]; then
+    step "venv $venv (reused)"
+else
+    step "venv $venv: jax (CPU), pytest, mcp"
+    OOMDOC_PY_VENV="$venv" PYTHON="$python" bash "$here/scripts/venv.sh"
+fi
 pip=("$venv/bin/python" -m pip --disable-pip-version-check)
-
-step "pip install jax (CPU) and pytest"
-"${pip[@]}" install -q "jax[cpu]==0.10.2" "pytest>=8,<10"
 
 step "pip install ./python (maturin, profile $profile)"
 if [ "$profile" = "pip" ]; then

@@ -45,6 +45,7 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
             Some(FixOut {
                 id: fx.id.clone(),
                 rank,
+                category: fx.category,
                 title,
                 detail,
                 code,
@@ -61,6 +62,7 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
         .filter_map(|d| {
             Some(DeadEndOut {
                 id: d.id.clone(),
+                category: d.category,
                 action: fill_text(&d.action, lang, facts)?,
                 why: fill_text(&d.why, lang, facts)?,
                 references: refs(entry, &d.refs),

@@ -1,7 +1,7 @@
 //! Typed results. `Report` serializes to the documented JSON contract of
 //! `oomdoc diagnose --format json` (README, "JSON contract"); tests hold it.
 
-use oomdoc_kb::{Kind, Phase, Platform, Severity};
+use oomdoc_kb::{FixCategory, Kind, Phase, Platform, Severity};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -251,6 +251,8 @@ pub struct RefOut {
 pub struct FixOut {
     pub id: String,
     pub rank: u32,
+    /// What kind of change the fix makes (`allocator-setting`, …; README's JSON contract).
+    pub category: FixCategory,
     pub title: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
@@ -266,6 +268,8 @@ pub struct FixOut {
 #[derive(Debug, Clone, Serialize)]
 pub struct DeadEndOut {
     pub id: String,
+    /// The category of the action that will not help.
+    pub category: FixCategory,
     pub action: String,
     pub why: String,
     pub references: Vec<RefOut>,

@@ -172,7 +172,7 @@ fn finding_text(out: &mut String, f: &Finding, lang: Lang, st: &Style, total_fil
         let _ = writeln!(out, "  {}{}:{}", st.green, w[2], st.reset);
         for fx in &f.fixes {
             let v = fx.versions.as_deref().map(|v| format!(" {}({v}){}", st.dim, st.reset)).unwrap_or_default();
-            let _ = writeln!(out, "    {}. {}{}", fx.rank, fx.title, v);
+            let _ = writeln!(out, "    {}. {} {}[{}]{}{}", fx.rank, fx.title, st.dim, fx.category, st.reset, v);
             if let Some(code) = &fx.code {
                 for l in code.lines() {
                     let _ = writeln!(out, "       {}{}{}", st.bold, l, st.reset);
@@ -219,7 +219,7 @@ pub fn markdown(report: &Report, lang: Lang) -> String {
             let _ = writeln!(out, "\n**{}**\n", w[2]);
             for fx in &f.fixes {
                 let v = fx.versions.as_deref().map(|v| format!(" _({v})_")).unwrap_or_default();
-                let _ = writeln!(out, "{}. {}{}", fx.rank, fx.title, v);
+                let _ = writeln!(out, "{}. {} `[{}]`{}", fx.rank, fx.title, fx.category, v);
                 if let Some(code) = &fx.code {
                     let lang = fx.code_lang.as_deref().unwrap_or("");
                     let _ = writeln!(out, "   ```{lang}\n   {}\n   ```", code.replace('\n', "\n   "));

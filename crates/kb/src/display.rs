@@ -1,7 +1,7 @@
 //! An entry as Markdown (for `oomdoc explain`, the web UI's `/kb/{id}.md`, docs). What is
 //! shown, and how templates read without a log, is decided once in [`crate::view`].
 
-use crate::view::{status_note, view, RefView, SettingView};
+use crate::view::{status_note, view, ItemView, RefView, SettingView};
 use crate::{Entry, Kind, Lang};
 use std::fmt::Write;
 
@@ -27,6 +27,11 @@ fn cite(refs: &[RefView], lang: Lang) -> String {
         })
         .collect();
     format!(" — {}", links.join(" "))
+}
+
+/// ` [allocator-setting]` after a fix or dead end, empty for a cause.
+fn category(item: &ItemView) -> String {
+    item.category.map(|c| format!(" `[{c}]`")).unwrap_or_default()
 }
 
 fn setting(s: &SettingView, lang: Lang) -> String {
@@ -92,7 +97,7 @@ pub fn to_markdown(e: &Entry, lang: Lang) -> String {
         let _ = writeln!(o, "## {}\n", l("Fixes", "修复建议"));
         for (i, f) in v.fixes.iter().enumerate() {
             let ver = f.versions.as_deref().map(|x| format!(" — {x}")).unwrap_or_default();
-            let _ = writeln!(o, "{}. **{}**{}{}{}", i + 1, f.text.markdown().trim(), ver, cond(&f.when), cite(&f.refs, lang));
+            let _ = writeln!(o, "{}. **{}**{}{}{}{}", i + 1, f.text.markdown().trim(), category(f), ver, cond(&f.when), cite(&f.refs, lang));
             if let Some(d) = &f.detail {
                 let _ = writeln!(o, "   {}", d.markdown().trim().replace('\n', "\n   "));
             }
@@ -113,7 +118,7 @@ pub fn to_markdown(e: &Entry, lang: Lang) -> String {
         let _ = writeln!(o, "## {}\n", l("What will not help", "无效做法"));
         for d in &v.dead_ends {
             let why = d.detail.as_ref().map(|w| w.markdown()).unwrap_or_default();
-            let _ = writeln!(o, "- **{}** — {}{}{}", d.text.markdown().trim(), why.trim(), cond(&d.when), cite(&d.refs, lang));
+            let _ = writeln!(o, "- **{}**{} — {}{}{}", d.text.markdown().trim(), category(d), why.trim(), cond(&d.when), cite(&d.refs, lang));
         }
         o.push('\n');
     }

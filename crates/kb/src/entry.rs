@@ -116,10 +116,127 @@ pub struct Cause {
     pub refs: Vec<String>,
 }
 
+/// What kind of change a fix makes (or a dead end rejects): the JSON contract's `category`.
+/// Ids may be added, never renamed. The resolution corpus records which category fixed each
+/// real failure, so advice and outcomes are compared by these ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FixCategory {
+    /// Make the job need less: batch, sequence, resolution, precision, checkpointing,
+    /// accumulation, a smaller model, fewer models resident.
+    SmallerWorkingSet,
+    /// Free memory held by something else: other processes, another library or framework
+    /// preallocating in the process, leaks, notebook state.
+    ReleaseOtherMemory,
+    /// Change how the allocator hands out memory: expandable segments, split size, GC threshold,
+    /// XLA preallocation/fraction, TF allow_growth, arena settings, another allocator backend.
+    AllocatorSetting,
+    /// Raise a configured cap that is below what the hardware has: VMEM limit, memory fraction,
+    /// gpu_memory_utilization, container/cgroup/job memory, JVM heap, swap or page file, ulimit, shm size.
+    RaiseLimit,
+    /// A serving or runtime engine's budget: max model length, sequences, KV cache, total tokens,
+    /// context size, GPU layers, workspace, workers.
+    EngineSetting,
+    /// Spread the job over more devices or memories: more devices, tensor/pipeline/sequence
+    /// parallel, FSDP/ZeRO, sharding, CPU/NVMe/host offload.
+    DistributeOrOffload,
+    /// A kernel's configuration: block sizes, stages, warps, autotune configs, tiling, layout padding.
+    KernelConfig,
+    /// Another release: one with the bug fixed, or one from before the regression.
+    UpgradeOrDowngrade,
+    /// A device (or machine) with more memory.
+    BiggerDevice,
+    /// A bug in the program or its data.
+    FixCodeOrData,
+    /// The failure is not a lack of memory (or nothing needs fixing).
+    NotAMemoryProblem,
+    /// Find out more first: profile, dump, snapshot.
+    Investigate,
+}
+
+impl FixCategory {
+    /// Every category, in the contract's order.
+    pub const ALL: &'static [FixCategory] = &[
+        FixCategory::SmallerWorkingSet,
+        FixCategory::ReleaseOtherMemory,
+        FixCategory::AllocatorSetting,
+        FixCategory::RaiseLimit,
+        FixCategory::EngineSetting,
+        FixCategory::DistributeOrOffload,
+        FixCategory::KernelConfig,
+        FixCategory::UpgradeOrDowngrade,
+        FixCategory::BiggerDevice,
+        FixCategory::FixCodeOrData,
+        FixCategory::NotAMemoryProblem,
+        FixCategory::Investigate,
+    ];
+
+    /// The contract id, e.g. `allocator-setting`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FixCategory::SmallerWorkingSet => "smaller-working-set",
+            FixCategory::ReleaseOtherMemory => "release-other-memory",
+            FixCategory::AllocatorSetting => "allocator-setting",
+            FixCategory::RaiseLimit => "raise-limit",
+            FixCategory::EngineSetting => "engine-setting",
+            FixCategory::DistributeOrOffload => "distribute-or-offload",
+            FixCategory::KernelConfig => "kernel-config",
+            FixCategory::UpgradeOrDowngrade => "upgrade-or-downgrade",
+            FixCategory::BiggerDevice => "bigger-device",
+            FixCategory::FixCodeOrData => "fix-code-or-data",
+            FixCategory::NotAMemoryProblem => "not-a-memory-problem",
+            FixCategory::Investigate => "investigate",
+        }
+    }
+
+    /// The contract id read back; `None` for an unknown id.
+    pub fn parse(id: &str) -> Option<FixCategory> {
+        FixCategory::ALL.iter().copied().find(|c| c.as_str() == id)
+    }
+
+    /// What the category means, in one line.
+    pub fn description(self) -> &'static str {
+        match self {
+            FixCategory::SmallerWorkingSet => {
+                "make the job need less: batch, sequence, resolution, precision, checkpointing, accumulation, smaller model, fewer models resident"
+            }
+            FixCategory::ReleaseOtherMemory => {
+                "free memory held elsewhere: other processes, another library or framework preallocating in the process, leaks, notebook state"
+            }
+            FixCategory::AllocatorSetting => {
+                "change the allocator: expandable segments, split size, GC threshold, XLA preallocation/fraction, TF allow_growth, arena settings, another allocator backend"
+            }
+            FixCategory::RaiseLimit => {
+                "raise a configured cap below what the hardware has: VMEM limit, memory fraction, gpu_memory_utilization, container/cgroup/job memory, JVM heap, swap or page file, ulimit, shm size"
+            }
+            FixCategory::EngineSetting => {
+                "a serving or runtime engine's budget: max model length, sequences, KV cache, total tokens, context size, GPU layers, workspace, workers"
+            }
+            FixCategory::DistributeOrOffload => {
+                "more devices, tensor/pipeline/sequence parallel, FSDP/ZeRO, sharding, CPU/NVMe/host offload"
+            }
+            FixCategory::KernelConfig => "block sizes, stages, warps, autotune configs, tiling, layout padding",
+            FixCategory::UpgradeOrDowngrade => "a release with the bug fixed, or one from before the regression",
+            FixCategory::BiggerDevice => "a device or machine with more memory",
+            FixCategory::FixCodeOrData => "a bug in the program or its data",
+            FixCategory::NotAMemoryProblem => "the failure is not a lack of memory, or nothing needs fixing",
+            FixCategory::Investigate => "find out more first: profile, dump, snapshot",
+        }
+    }
+}
+
+impl std::fmt::Display for FixCategory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Fix {
     pub id: String,
+    /// What kind of change the fix makes (required).
+    pub category: FixCategory,
     #[serde(default)]
     pub when: Vec<String>,
     /// One line: what to do. May contain `{placeholders}`.
@@ -153,6 +270,9 @@ pub struct Fix {
 #[serde(deny_unknown_fields)]
 pub struct DeadEnd {
     pub id: String,
+    /// The category of the action the dead end rejects (required): `torch.cuda.empty_cache()`
+    /// as a dead end is `release-other-memory`.
+    pub category: FixCategory,
     #[serde(default)]
     pub when: Vec<String>,
     pub action: Text,

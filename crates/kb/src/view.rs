@@ -16,7 +16,7 @@
 //!   `[[identifiers]]` record: where it is defined, the versions, and the status.
 
 use crate::identifiers::{in_code, in_prose};
-use crate::{Entry, Identifier, Lang, Text};
+use crate::{Entry, FixCategory, Identifier, Lang, Text};
 
 /// A piece of readable text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -229,6 +229,8 @@ pub struct ItemView {
     /// Ids of the near-duplicate variants folded into this item.
     pub variants: Vec<String>,
     pub when: Vec<String>,
+    /// A fix's category, or the category of the action a dead end rejects; `None` for a cause.
+    pub category: Option<FixCategory>,
     /// Cause text, fix title, or dead end action.
     pub text: Rich,
     /// Fix detail, or why a dead end does not help.
@@ -330,6 +332,7 @@ pub fn view(e: &Entry, lang: Lang) -> EntryView {
                 id: f.id.clone(),
                 variants,
                 when: f.when.clone(),
+                category: Some(f.category),
                 text: readable(f.title.get(lang), lang),
                 detail: f.detail.as_ref().map(|d| readable(d.get(lang), lang)),
                 code: f.code.as_deref().or(f.code_fallback.as_deref()).map(|c| readable_code(c, f.code_fallback.as_deref(), lang)),
@@ -349,6 +352,7 @@ pub fn view(e: &Entry, lang: Lang) -> EntryView {
                 id: d.id.clone(),
                 variants,
                 when: d.when.clone(),
+                category: Some(d.category),
                 text: readable(d.action.get(lang), lang),
                 detail: Some(readable(d.why.get(lang), lang)),
                 refs: refs(&d.refs),

@@ -28,7 +28,7 @@ fn python_snippets() -> Vec<(String, bool, String)> {
 fn python_snippets_compile() {
     let probe = Command::new("python3").arg("-c").arg("pass").status();
     if !probe.is_ok_and(|s| s.success()) {
-        println!("python3 is not on PATH: skipping the compile check of Python snippets");
+        oomdoc_testkit::require_in_ci("python_snippets_compile", "python3 is not on PATH");
         return;
     }
     let snippets = python_snippets();

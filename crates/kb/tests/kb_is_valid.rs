@@ -60,3 +60,48 @@ fn entries_read_once_with_sources() {
         }
     }
 }
+
+/// Every fix and dead end carries a category (the field is required: a file without it does
+/// not load), and the ids are the JSON contract's, each with its meaning.
+#[test]
+fn fix_categories_are_required_and_the_contracts() {
+    let ids: Vec<&str> = oomdoc_kb::FixCategory::ALL.iter().map(|c| c.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "smaller-working-set",
+            "release-other-memory",
+            "allocator-setting",
+            "raise-limit",
+            "engine-setting",
+            "distribute-or-offload",
+            "kernel-config",
+            "upgrade-or-downgrade",
+            "bigger-device",
+            "fix-code-or-data",
+            "not-a-memory-problem",
+            "investigate",
+        ]
+    );
+    for c in oomdoc_kb::FixCategory::ALL {
+        assert_eq!(serde_json::to_value(c).unwrap(), serde_json::json!(c.as_str()));
+        assert_eq!(oomdoc_kb::FixCategory::parse(c.as_str()), Some(*c));
+        assert!(!c.description().is_empty());
+    }
+    let file = |category: &str| {
+        format!(
+            "id = \"test.entry\"\nkind = \"oom\"\nplatform = \"cuda\"\nphase = \"runtime\"\n\
+             title = {{ en = \"t\", zh = \"t\" }}\nsummary = {{ en = \"s\", zh = \"s\" }}\n\
+             [[fixes]]\nid = \"smaller\"\n{category}title = {{ en = \"f\", zh = \"f\" }}\nrefs = [\"r\"]\n\
+             [[references]]\nkey = \"r\"\ntitle = \"r\"\nurl = \"https://example.com\"\n"
+        )
+    };
+    let load = |text: String| oomdoc_kb::KnowledgeBase::load_from([("test/entry.toml".to_string(), text)]);
+    let (kb, errors) = load(file("category = \"smaller-working-set\"\n"));
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(kb.entries()[0].fixes[0].category, oomdoc_kb::FixCategory::SmallerWorkingSet);
+    let (_, errors) = load(file(""));
+    assert!(errors.iter().any(|e| e.message.contains("category")), "{errors:?}");
+    let (_, errors) = load(file("category = \"lower-batch\"\n"));
+    assert!(!errors.is_empty(), "an unknown category id loads");
+}

@@ -46,6 +46,11 @@ fn json_contract_on_the_bundled_example() {
             assert!(["requested", "used", "limit", "excess", "free", "total", "reserved", "allocated", "reserved_unallocated"].contains(&k.as_str()));
             assert!(val.is_u64(), "sizes are integers in bytes");
         }
+        // Every fix and dead end names its category, one of the contract's ids.
+        for item in f["fixes"].as_array().unwrap().iter().chain(f["dead_ends"].as_array().unwrap()) {
+            let category = item["category"].as_str().unwrap_or_else(|| panic!("no `category`: {item}"));
+            assert!(oomdoc_kb::FixCategory::parse(category).is_some(), "unknown category `{category}`");
+        }
     }
     // PyTorch: repeated by two ranks, reported once, first fatal, fragmentation fix first.
     let pt = &findings[0];
@@ -56,6 +61,7 @@ fn json_contract_on_the_bundled_example() {
     assert_eq!(pt["sizes"]["requested"], 3u64 << 30);
     assert_eq!(pt["sizes"]["reserved_unallocated"], 7344394076u64);
     assert!(pt["fixes"][0]["code"].as_str().unwrap().contains("expandable_segments:True"));
+    assert_eq!(pt["fixes"][0]["category"], "allocator-setting");
     // Triton: GPU family from the limit.
     let tr = &findings[1];
     assert_eq!(tr["id"], "triton.shared-memory");
@@ -74,6 +80,7 @@ fn json_contract_on_the_bundled_example() {
     assert_eq!(tpu["culprit"]["custom_call_target"], "tpu_custom_call");
     assert_eq!(tpu["culprit"]["padded_bytes"], 16384u64 * 512 * 4);
     assert!(tpu["fixes"][0]["code"].as_str().unwrap().contains("vmem_limit_bytes=18874368"));
+    assert_eq!(tpu["fixes"][0]["category"], "raise-limit");
 }
 
 #[test]
@@ -92,6 +99,7 @@ fn text_markdown_and_chinese() {
     assert!(out.contains("error[E1001] tpu.scoped-vmem"), "{out}");
     assert!(out.contains("over by 2.00 MiB (+12.5%)"));
     assert!(!out.contains('\x1b'), "NO_COLOR respected");
+    assert!(out.contains("[raise-limit]"), "fix categories in text: {out}");
     let (_, md, _) = oomdoc(&["diagnose", &example_log(), "--format", "markdown"], None);
     assert!(md.contains("### "));
     let (_, zh, _) = oomdoc(&["diagnose", &example_log(), "--lang", "zh"], None);

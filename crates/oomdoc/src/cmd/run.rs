@@ -68,6 +68,12 @@ const CHANNEL_PIECES: usize = 16;
 /// After the child exits, how long to wait for output still held open by its own children.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
+/// `DRAIN_GRACE`, or `OOMDOC_RUN_DRAIN_GRACE_MS` where set: tests stretch it to minutes so that
+/// "ended when the command did, not after the grace" is told apart without timing the run.
+fn drain_grace() -> Duration {
+    std::env::var("OOMDOC_RUN_DRAIN_GRACE_MS").ok().and_then(|v| v.parse().ok()).map(Duration::from_millis).unwrap_or(DRAIN_GRACE)
+}
+
 static CHILD_PGID: AtomicI32 = AtomicI32::new(0);
 static PTY_MASTER: AtomicI32 = AtomicI32::new(-1);
 /// A signal that arrived before the child had its process group, forwarded once it does.
@@ -496,7 +502,7 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
         unsafe { libc::tcsetpgrp(0, libc::getpgrp()) };
     }
     // Output the command's own children still hold open gets a short grace, then we go on.
-    let deadline = Instant::now() + DRAIN_GRACE;
+    let deadline = Instant::now() + drain_grace();
     for _ in 0..n_sources {
         let left = deadline.saturating_duration_since(Instant::now());
         if done_rx.recv_timeout(left).is_err() {
