@@ -673,4 +673,46 @@ mod tests {
         let h = one("MemoryError: Metal OOM while allocating size=4000000000").unwrap();
         assert_eq!((h.id, h.platform, h.get(SizeKey::Requested)), ("generic.device-oom", Some(Platform::Metal), Some(4_000_000_000)));
     }
+
+    /// Every hit, for texts that hold one failure per runtime status.
+    fn all(t: &str) -> Vec<Hit> {
+        let mut hits = Vec::new();
+        recognize(t, &mut hits);
+        hits
+    }
+
+    #[test]
+    fn a_status_by_value_beside_the_runtimes_call() {
+        // Project-HAMi/HAMi#585: the CUDA driver's CUDA_ERROR_OUT_OF_MEMORY is 2.
+        let h = one("[HAMI-core ERROR (pid:7 thread=140360328144640 allocator.c:115)]: cuMemoryAllocate failed res=2").unwrap();
+        assert_eq!((h.id, h.platform, h.details["status"].as_str()), ("generic.device-oom", Some(Platform::Cuda), Some("CUDA_ERROR_OUT_OF_MEMORY")));
+        // openvinotoolkit/openvino_notebooks#2740: OpenCL's -5 is CL_OUT_OF_RESOURCES, a likely OOM with its reason.
+        let h = one("Caught exception: Exception from src/plugins/intel_gpu/src/runtime/ocl/ocl_stream.cpp:365:\n[GPU] clFlush, error code: -5").unwrap();
+        assert_eq!((h.id, h.details["status"].as_str(), h.confidence), ("generic.device-oom", Some("CL_OUT_OF_RESOURCES"), Confidence::Likely));
+        assert!(h.confidence_reason.as_deref().is_some_and(|r| r.contains("CL_OUT_OF_RESOURCES")));
+        // The same call with a status that is not memory (CL_INVALID_WORK_GROUP_SIZE, openvino#23449).
+        assert!(all("[GPU] clEnqueueNDRangeKernel, error code: -54").is_empty());
+    }
+
+    #[test]
+    fn a_value_no_other_runtime_has_is_read_alone() {
+        // microsoft/DirectML#361: -2147024882 is E_OUTOFMEMORY (0x8007000E); the DML allocator line says device.
+        let hits = all("[W dml_heap_allocator.cc:97] DML allocator out of memory!\nTraceback (most recent call last):\n  File \"main.py\", line 9, in <module>\n    tensor1=tensor1.to(dml)\nRuntimeError: Unknown error -2147024882");
+        assert!(hits.iter().any(|h| h.id == "generic.device-oom"), "{hits:?}");
+        // microsoft/DirectML#672: -2005270521 is DXGI_ERROR_DEVICE_RESET, not memory.
+        assert!(all("Unknown error -2005270521 was caught when testing torch-directml resnet50 demo").is_empty());
+    }
+
+    #[test]
+    fn a_status_that_says_allocation_failed_is_certain() {
+        // aws-neuron/aws-neuron-samples#96: NRT_RESOURCE (4) alone would be likely; the message says allocation.
+        let h = one("RuntimeError: nrt_load_collectives status=4 message=\"Allocation Failure\"").unwrap();
+        assert_eq!((h.details["status"].as_str(), h.confidence), (Some("NRT_RESOURCE"), Confidence::Certain));
+    }
+
+    #[test]
+    fn page_locking_is_not_allocation() {
+        // abetlen/llama-cpp-python#708: mlock refused at RLIMIT_MEMLOCK, the model still loads.
+        assert!(all("warning: failed to mlock 39813120-byte buffer (after previously locking 4106670080 bytes): Cannot allocate memory\nTry increasing RLIMIT_MLOCK ('ulimit -l' as root).").is_empty());
+    }
 }
