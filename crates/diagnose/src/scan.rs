@@ -146,6 +146,7 @@ pub const START_TRIGGERS: &[&str] = &[
     "error 2 out of memory",
     "would exceed allowed memory",
     "Invalid buffer size",
+    "No executable batch size",
     "Killed",
     ": killed",
 ];
@@ -232,7 +233,7 @@ pub const ANCHOR_BUCKETS: &[&[&str]] = &[
     &["ENOMEM", "uffer", "E010", "cudnn co", " when wa", "_STATUS_"],
     &["posix_me", " than ", " to r", "LLVM ERR", "ase ", "[OOM"],
     &["E300", "esource", "halted ", "E200", "openxla.", "SOURCE_E", "RESOURCES"],
-    &[" compil", " device:", "kill", "ALLOC", "rogram", "ode 2: "],
+    &[" compil", " device:", "kill", "ALLOC", "rogram", "ode 2: ", "xecutab"],
     &["200:", "EL0004", "Tensor w", "rrno 12]", "No v", "otal ", "able RAM", "e died"],
 ];
 

@@ -1,5 +1,5 @@
-//! Everything else: Tenstorrent's L1 allocator (host-side OOMs live in `host.rs`,
-//! serving engines in `serving.rs`).
+//! Everything else: Tenstorrent's L1 allocator, Hugging Face accelerate's batch-size finder
+//! (host-side OOMs live in `host.rs`, serving engines in `serving.rs`).
 
 use super::{has, Hit};
 use crate::finding::SizeKey;
@@ -8,7 +8,21 @@ use oomdoc_kb::{Phase, Platform};
 
 grammar!(tt_l1, r"Not enough space to allocate (?P<req>\d+) B (?P<kind>\w+) buffer across (?P<banks>\d+) banks?, where each bank needs to store (?P<per>\d+) B(?:, but bank size is (?P<size>\d+) B \(allocated: (?P<alloc>\d+) B, free: (?P<free>\d+) B, largest free block: (?P<lfb>\d+) B\))?");
 
+// accelerate `utils/memory.py` find_executable_batch_size: halves the batch size after every
+// exception its should_reduce_batch_size takes for an OOM, and raises this at zero.
+grammar!(no_batch_size, r"No executable batch size found, reached zero\.?");
+
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
+    if has(t, "No executable batch size") {
+        for m in no_batch_size().find_iter(t) {
+            let mut h = Hit::new("accelerate.no-batch-size", m.start(), m.end());
+            h.phase = Some(Phase::Runtime);
+            h.space("device");
+            h.likely("accelerate's batch-size finder halves the batch after each out-of-memory error (and the few cuDNN errors it treats alike) and stops at zero: even one sample did not fit");
+            h.priority = 12;
+            hits.push(h);
+        }
+    }
     if has(t, "Not enough space to allocate") {
         for c in tt_l1().captures_iter(t) {
             let m = c.get(0).unwrap();
