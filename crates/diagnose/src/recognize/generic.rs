@@ -83,6 +83,9 @@ pub const TRIGGERS: &[&str] = &[
     "GPU resources",
     "memory allocation of",
     "Memory allocation of",
+    "ArrowMemoryError",
+    "OutOfMemoryException",
+    "Allocation failed for size",
 ]; 
 
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
@@ -110,8 +113,10 @@ grammar!(line_start_phrase, r#"(?i)^(?:[\s>*`"'\[\]\w:./-]|\p{So}){0,40}?(?:out 
 // Sizes by general rules, next to the word that names them. Only sizes with a unit (or
 // `bytes`) are read here: a bare number next to "allocate" may count elements or blocks.
 const SZU: &str = r"[0-9][0-9,]*(?:\.[0-9]+)?\s?(?:[KMGTPE]i?B|[KMGTPE]|B|bytes?)\b";
-grammar!(requested, &r"(?i)(?:allocat(?:e|ing|ion)|\bmap|request(?:ed|ing)?|need(?:s|ed)?|require[sd]?)(?: (?:a|an|the|additional))?(?: (?:buffer|tensor|memory|block|chunk|array|region))?(?: (?:of|for|with))?(?: size)?(?:\s*[=:(]\s*|\s*)(?P<v>0x[0-9a-fA-F]+|{SZU})".replace("{SZU}", SZU));
-grammar!(size_eq, r"(?i)\bsize[ ]?[=:][ ]?(?P<v>\d[\d,]*)\b");
+grammar!(requested, &r"(?i)(?:allocat(?:e|ing|ion)|\bmap|request(?:ed|ing)?|need(?:s|ed)?|require[sd]?)(?: (?:a|an|the|additional))?(?: (?:buffer|tensor|memory|block|chunk|array|region|data))?(?: (?:of|for|with))?(?: size)?(?:\s*[=:(]\s*|\s*)(?P<v>0x[0-9a-fA-F]+|{SZU})".replace("{SZU}", SZU));
+grammar!(size_eq, r"(?i)\bsize[ ]?[=:]{1,2}[ ]?(?P<v>\d[\d,]*)\b");
+// "(260.3 MiB/476.8 MiB used)": what is in use of a budget, both with units.
+grammar!(used_of, &r"\((?P<u>{SZU})\s*/\s*(?P<l>{SZU}) used\)".replace("{SZU}", SZU));
 grammar!(free_sz, &r"(?i)(?P<a>{SZU}) (?:is |are )?(?:free|available)\b|(?:free|available)(?: memory)?(?: is| was)?(?: only)?(?:\s*[=:]\s*|\s*)(?P<b>{SZU})".replace("{SZU}", SZU));
 grammar!(total_sz, &r"(?i)(?P<a>{SZU}) total\b|\btotal(?: memory| capacity)?(?: of| is)?(?:\s*[=:]\s*|\s*)(?P<b>{SZU})".replace("{SZU}", SZU));
 grammar!(limit_sz, &r"(?i)\b(?:limit|max(?:imum)?(?: allowed)?|capacity)(?: of| is| size)?(?:\s*[=:]\s*|\s*)(?P<b>{SZU})".replace("{SZU}", SZU));
@@ -131,8 +136,8 @@ grammar!(
 );
 // Host by default: Python's MemoryError, C++ bad_alloc, errno ENOMEM, unless a device is named.
 // Rust's std::alloc::handle_alloc_error prints "memory allocation of N bytes failed" for the heap.
-grammar!(w_host_weak, r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b|(?i:memory allocation of \d+ bytes failed)");
-grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|(?i:\bdevice memory\b)|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bRMM_\w+|\bDirectML\b|\bDML\b|\bVulkan\b");
+grammar!(w_host_weak, r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b|(?i:memory allocation of \d+ bytes failed)|Out of Memory Error:|\bOutOfMemoryException\b|\bArrowMemoryError\b");
+grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|(?i:\bdevice memory\b)|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bRMM_\w+|\bDirectML\b|\bDML\b|\bVulkan\b|\bPT_DEVMEM\b|\bHPU\b|\bhpu\b|\bGaudi\b|\bhabana\w*");
 
 grammar!(
     other_cause,
@@ -174,7 +179,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         let line = &t[ls..le];
         let before = &t[ls..m.start()];
         let phrase = m.as_str();
-        if prose().is_match(line) || code().is_match(line) {
+        if prose().is_match(line) || code().is_match(message_part(line, m.start() - ls)) {
             continue;
         }
         if operators().is_match(line) && !error_marker().is_match(before) {
@@ -278,6 +283,7 @@ grammar!(
 );
 // Words that say a memory failure was near: a Likely member that needs context is read only beside one.
 grammar!(memory_near, r"(?i)out[ _-]?of[ _-]?(?:\w+[ _-])?memory|(?:failed|unable|cannot|can't|could not) (?:to )?allocate|alloc(?:ation)?[ _]failed|\bOOM\b");
+grammar!(exception_start, r"\b[A-Z]\w*(?:Error|Exception)\b:|\bFATAL ERROR\b");
 grammar!(page_lock, r"\b(?:mlock|munlock|mlockall|VirtualLock)\b|RLIMIT_MEMLOCK|RLIMIT_MLOCK");
 grammar!(alloc_words, r"(?i)\balloc\w*[ _](?:fail|error)|\bfailed to alloc|\bunable to alloc|\bout of (?:\w+ )?memory");
 // A runtime's device allocation call that failed. Without a status that says why, lack of
@@ -446,6 +452,16 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
     out
 }
 
+/// The part of a line from the exception that raised the phrase at `at` (a traceback's last
+/// source line glued before "RuntimeError: ..." in an issue title is code; the error is not).
+fn message_part(line: &str, at: usize) -> &str {
+    let before = &line[..at.min(line.len())];
+    match exception_start().find_iter(before).last() {
+        Some(m) => &line[m.start()..],
+        None => line,
+    }
+}
+
 /// The message: the line ending at `le`, and the next one when it continues the sentence
 /// (a wrapped size, or the sizes on a line of their own).
 fn message_end(t: &str, le: usize) -> usize {
@@ -512,6 +528,14 @@ fn sizes(msg: &str, h: &mut Hit) {
             if h.get(key).is_none() {
                 h.size(key, v.as_str());
             }
+        }
+    }
+    if let Some(c) = used_of().captures(msg) {
+        if h.get(SizeKey::Used).is_none() {
+            h.size(SizeKey::Used, &c["u"]);
+        }
+        if h.get(SizeKey::Limit).is_none() {
+            h.size(SizeKey::Limit, &c["l"]);
         }
     }
     // Anything else the message labels, in any layout (tables, `Label : value`).

@@ -84,6 +84,8 @@ pub const RUNTIMES: &[Runtime] = &[
     Runtime { id: "onednn", platform: Platform::Cpu, calls: r"\bdnnl_\w+|\boneDNN\b" },
     Runtime { id: "posix", platform: Platform::Cpu, calls: r"\berrno\b|\bmmap\b|\bmalloc\b|\bposix_memalign\b" },
     Runtime { id: "java", platform: Platform::Cpu, calls: r"\bjava\.lang\.\w+" },
+    Runtime { id: "duckdb", platform: Platform::Cpu, calls: r"\bduckdb\w*" },
+    Runtime { id: "arrow", platform: Platform::Cpu, calls: r"\bpyarrow\w*|\barrow\b" },
 ];
 
 // Sources, one per header or page, read with the project's search tool.
@@ -109,6 +111,8 @@ const ACL: &str = "https://www.hiascend.com/document/detail/en/canncommercial/80
 const METAL: &str = "https://learn.microsoft.com/en-us/dotnet/api/metal.mtlcommandbuffererror (MTLCommandBufferError: OutOfMemory = 8); https://developer.apple.com/documentation/metal/mtlcommandbuffererror-swift.struct/outofmemory";
 const ONEDNN: &str = "https://intel.com/content/www/us/en/docs/onednn/developer-guide-reference/2025-1/enum-dnnl-status-t.html (dnnl_status_t)";
 const ERRNO: &str = "https://man7.org/linux/man-pages/man3/errno.3.html (ENOMEM, 12 on Linux: asm-generic/errno-base.h)";
+const DUCKDB: &str = "duckdb/duckdb:src/common/exception.cpp (ExceptionType::OUT_OF_MEMORY printed as \"Out of Memory Error\"; Python class OutOfMemoryException)";
+const ARROW: &str = "apache/arrow:cpp/src/arrow/status.h (StatusCode::OutOfMemory; Python pyarrow.lib.ArrowMemoryError)";
 const JAVA: &str = "https://docs.oracle.com/en/java/javase/17/troubleshoot/troubleshooting-memory-leaks.html (java.lang.OutOfMemoryError details)";
 
 const NOT_INIT: &str = "the library could not create its handle; with no other error, that is the GPU out of memory when the library initialises";
@@ -165,6 +169,8 @@ pub const MEMBERS: &[Member] = &[
     Member { runtime: "onednn", name: "dnnl_out_of_memory", value: Some(1), space: Host, meaning: Oom, source: ONEDNN, checked: true },
     Member { runtime: "posix", name: "ENOMEM", value: Some(12), space: Host, meaning: Oom, source: ERRNO, checked: false },
     Member { runtime: "java", name: "OutOfMemoryError", value: None, space: Host, meaning: Oom, source: JAVA, checked: false },
+    Member { runtime: "duckdb", name: "OutOfMemoryException", value: None, space: Host, meaning: Oom, source: DUCKDB, checked: false },
+    Member { runtime: "arrow", name: "ArrowMemoryError", value: None, space: Host, meaning: Oom, source: ARROW, checked: false },
 ];
 
 /// The member of that name.
