@@ -121,7 +121,6 @@ pub const START_TRIGGERS: &[&str] = &[
     "halted prematurely",
     "Mosaic failed to compile",
     "Tensor which is moved to host",
-    "KV cache",
     "cache blocks",
     "Tried to allocate",
     "total capacity;",
