@@ -146,6 +146,8 @@ pub const START_TRIGGERS: &[&str] = &[
     "would exceed allowed memory",
     "Invalid buffer size",
     "No executable batch size",
+    "in AlignedAlloc",
+    "of workspace memory",
     "Killed",
     ": killed",
 ];
@@ -227,7 +229,7 @@ const CONTEXT_WORDS: &[&str] = &[
 /// reference text that pass a bucket's fingerprint test.
 pub const ANCHOR_BUCKETS: &[&[&str]] = &[
     &["lloc", " OOM", "cache", "celerato", " 137", "MEMORY", " 1455"],
-    &["XLA_", "ed d", "pooled_s", "E100", ":OOM", "ille"],
+    &["XLA_", "ed d", "pooled_s", "E100", ":OOM", "ille", " vs. "],
     &["SIGKILL", "emory", "code: -", "Hbm usag", "TPU_", "(OOM"],
     &["ENOMEM", "uffer", "E010", "cudnn co", " when wa", "_STATUS_"],
     &["posix_me", " than ", " to r", "LLVM ERR", "ase ", "[OOM"],

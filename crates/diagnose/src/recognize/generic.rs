@@ -86,12 +86,15 @@ pub const TRIGGERS: &[&str] = &[
     "ArrowMemoryError",
     "OutOfMemoryException",
     "Allocation failed for size",
+    // A CHECK_EQ of a status against success: `== CUFFT_SUCCESS (2 vs. 0)`.
+    " vs. 0)",
+    "not available to allocate",
 ]; 
 
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
 grammar!(
     strong,
-    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) allocate\b|not[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?memory|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _]failed|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|memory allocation of \d+ bytes failed"
+    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) allocate\b|not[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?memory|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _]failed|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|memory allocation of \d+ bytes failed|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b"
 );
 // What makes the line an error report, before the phrase.
 grammar!(
@@ -123,8 +126,8 @@ grammar!(limit_sz, &r"(?i)\b(?:limit|max(?:imum)?(?: allowed)?|capacity)(?: of| 
 grammar!(alloc_sz, &r"(?i)(?P<a>{SZU})(?: memory)? (?:has been|have been|already) allocated|\ballocated(?: so far)?\s*[=:]\s*(?P<b>{SZU})".replace("{SZU}", SZU));
 
 // Words that name the platform and the memory space.
-grammar!(w_cuda, r"\bCUDA\b|\bcuda\w*|\bcu(?:Mem|da)[A-Z]\w*|NVIDIA|\bnvidia\b|\bcublas|\bcudnn|CUDAPlace");
-grammar!(w_rocm, r"\bHIP\b|\bhip[A-Z]\w*|\bROCm\b|\brocm\b|\bAMDGPU\b");
+grammar!(w_cuda, r"\bCUDA\b|\bcuda\w*|\bcu(?:Mem|da)[A-Z]\w*|NVIDIA|\bnvidia\b|\bcublas|\bcudnn|CUDAPlace|\w\.cu\b|\bbitsandbytes\b");
+grammar!(w_rocm, r"\bHIP\b|\bhip[A-Z]\w*|\bROCm\b|\brocm\b|\bAMDGPU\b|\bMIOpen\b|\bmiopen\w*|\brocBLAS\b|\brocblas\w*");
 grammar!(w_metal, r"\bMetal\b|\bMETAL\b|\bMTL\w+|MTLBuffer|kIOGPU\w+");
 grammar!(w_mps, r"\bMPS\b|\bmps\b");
 grammar!(w_xpu, r"\bXPU\b|\bxpu\b|Level[ _]Zero|\bUR_RESULT\w*|\bSYCL\b|\bsycl\b|\bZE_RESULT\w*");
@@ -303,6 +306,11 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
     for m in member_names().find_iter(t) {
         let s = m.start() + usize::from(t[m.start()..].starts_with('_'));
         if let Some(member) = vocabulary::member(&t[s..m.end()]) {
+            // Java's `OutOfMemoryError` is `java.lang.`'s; another package's class of that name
+            // (`torch.OutOfMemoryError`, `cupy.cuda.memory.OutOfMemoryError`) is not the JVM's heap.
+            if member.runtime == "java" && t[..s].ends_with('.') && !t[..s].ends_with("java.lang.") {
+                continue;
+            }
             seen.push((s, m.end(), member, s, m.end()));
         }
     }

@@ -74,7 +74,7 @@ fn implausible_from(p: &PrintedSize, bound: u64) -> Option<String> {
 pub fn key_for_label(label: &str) -> Option<SizeKey> {
     let l = label.to_ascii_lowercase();
     let has = |w: &str| l.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').any(|x| x == w);
-    let key = if has("requested") || has("request") || has("requesting") || l.contains("tried to allocate") || has("needed") || has("required") || has("requires") || has("need") {
+    let key = if has("requested") || has("request") || has("requesting") || l.contains("tried to allocate") || l.contains("to allocate buffer") || has("needed") || has("required") || has("requires") || has("need") {
         SizeKey::Requested
     } else if has("free") || has("available") || has("avail") || has("remaining") {
         SizeKey::Free
@@ -105,6 +105,8 @@ pub fn key_for_label(label: &str) -> Option<SizeKey> {
 fn bytes_label(label: &str) -> bool {
     let l = label.to_ascii_lowercase();
     l.contains("size") || l.contains("bytes") || l.ends_with("(b)") || l.ends_with("[b]")
+        // MIOpen: "Memory not available to allocate buffer: 655360000".
+        || (l.contains("allocate") && l.ends_with("buffer"))
 }
 
 const NUM: &str = r"-?(?:0[xX][0-9A-Fa-f]+|[0-9][0-9,]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)";
@@ -314,6 +316,9 @@ mod tests {
         // A bare number next to a word that is not a size word is not a size.
         let e = read("free: 12, total: 16");
         assert!(e.sizes.is_empty(), "{:?}", e.sizes);
+        // MIOpen names the buffer it could not allocate, in bytes.
+        let e = read("Memory not available to allocate buffer: 655360000");
+        assert_eq!(bytes(&e, SizeKey::Requested), Some(655360000));
     }
 
     #[test]
