@@ -20,6 +20,8 @@ fn main() {
     println!("cargo:rerun-if-changed={}", kb_dir.display());
     let mut files = Vec::new();
     collect(&kb_dir, &mut files);
+    // Entries live in platform folders; files at the top (`projects.toml`) are not entries.
+    files.retain(|f| f.parent() != Some(kb_dir.as_path()));
     files.sort();
     let mut src = String::from("pub(crate) static ENTRY_FILES: &[(&str, &str)] = &[\n");
     let mut ids = String::from("pub(crate) static ENTRY_IDS: &[&str] = &[\n");

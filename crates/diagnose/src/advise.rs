@@ -50,8 +50,9 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
                 detail,
                 code,
                 code_lang: fx.code_lang.clone(),
-                versions: fx.versions.clone(),
+                versions: fx.versions_in(lang),
                 references: refs(entry, &fx.refs),
+                verified: entry.fix_verified(fx),
             })
         })
         .collect();
@@ -66,6 +67,7 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
                 action: fill_text(&d.action, lang, facts)?,
                 why: fill_text(&d.why, lang, facts)?,
                 references: refs(entry, &d.refs),
+                verified: entry.dead_end_verified(d),
             })
         })
         .collect();

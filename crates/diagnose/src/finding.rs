@@ -263,6 +263,9 @@ pub struct FixOut {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub versions: Option<String>,
     pub references: Vec<RefOut>,
+    /// Whether the behaviour this fix relies on was read in the project's source (the
+    /// knowledge base's `[[behaviours]]`); `false` is shown as unverified.
+    pub verified: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -273,6 +276,8 @@ pub struct DeadEndOut {
     pub action: String,
     pub why: String,
     pub references: Vec<RefOut>,
+    /// Whether the reason was read in the project's source; `false` is shown as unverified.
+    pub verified: bool,
 }
 
 /// How sure the recognizer is that this is a memory failure.

@@ -26,6 +26,37 @@ fn words(lang: Lang) -> [&'static str; 10] {
     }
 }
 
+/// The label of a finding: `error`, `warning`, `note` in the reader's language.
+fn label(kind: Kind, severity: Severity, lang: Lang) -> &'static str {
+    let i = match (kind, severity) {
+        (Kind::Oom, Severity::Error) => 0,
+        (_, Severity::Warning) => 1,
+        (Kind::Other, Severity::Error) => 2,
+    };
+    match lang {
+        Lang::En => ["error", "warning", "note"][i],
+        Lang::Zh => ["错误", "警告", "提示"][i],
+    }
+}
+
+/// Marker after a fix or dead end whose behaviour was not read in source.
+fn unverified(verified: bool, lang: Lang) -> &'static str {
+    match (verified, lang) {
+        (true, _) => "",
+        (false, Lang::En) => " (unverified)",
+        (false, Lang::Zh) => "（未核实）",
+    }
+}
+
+/// A reference as a Markdown link with an absolute URL (`owner/repo:path@commit` becomes a
+/// GitHub link), or its title and text when it has no web address.
+fn md_link(r: &crate::finding::RefOut) -> String {
+    match oomdoc_kb::view::href(&r.url) {
+        Some(h) => format!("[{}]({h})", r.title.replace(['[', ']'], "")),
+        None => format!("{} ({})", r.title, r.url),
+    }
+}
+
 /// Render a report for a terminal.
 pub fn text(report: &Report, lang: Lang, color: bool) -> String {
     let st = if color { &COLOR } else { &PLAIN };
@@ -126,12 +157,8 @@ fn culprit_line(f: &Finding) -> Option<String> {
 
 fn finding_text(out: &mut String, f: &Finding, lang: Lang, st: &Style, total_files: u64) {
     let w = words(lang);
-    let (color, label) = match (f.kind, f.severity) {
-        (Kind::Oom, Severity::Error) => (st.red, "error"),
-        (Kind::Oom, Severity::Warning) => (st.yellow, "warning"),
-        (Kind::Other, Severity::Error) => (st.yellow, "note"),
-        (Kind::Other, Severity::Warning) => (st.yellow, "warning"),
-    };
+    let color = if (f.kind, f.severity) == (Kind::Oom, Severity::Error) { st.red } else { st.yellow };
+    let label = label(f.kind, f.severity, lang);
     let code = f.code.as_deref().map(|c| format!("[{c}]")).unwrap_or_default();
     let lines = if f.end_line > f.line { format!("{} {}–{}", w[6], f.line, f.end_line) } else { format!("{} {}", w[5], f.line) };
     // Line 0: observed outside the log (`oomdoc run`'s kernel evidence).
@@ -172,7 +199,7 @@ fn finding_text(out: &mut String, f: &Finding, lang: Lang, st: &Style, total_fil
         let _ = writeln!(out, "  {}{}:{}", st.green, w[2], st.reset);
         for fx in &f.fixes {
             let v = fx.versions.as_deref().map(|v| format!(" {}({v}){}", st.dim, st.reset)).unwrap_or_default();
-            let _ = writeln!(out, "    {}. {} {}[{}]{}{}", fx.rank, fx.title, st.dim, fx.category, st.reset, v);
+            let _ = writeln!(out, "    {}. {}{} {}[{}]{}{}", fx.rank, fx.title, unverified(fx.verified, lang), st.dim, fx.category, st.reset, v);
             if let Some(code) = &fx.code {
                 for l in code.lines() {
                     let _ = writeln!(out, "       {}{}{}", st.bold, l, st.reset);
@@ -183,11 +210,12 @@ fn finding_text(out: &mut String, f: &Finding, lang: Lang, st: &Style, total_fil
     if !f.dead_ends.is_empty() {
         let _ = writeln!(out, "  {}:", w[3]);
         for d in &f.dead_ends {
-            let _ = writeln!(out, "    - {} — {}", d.action, d.why);
+            let _ = writeln!(out, "    - {}{} — {}", d.action, unverified(d.verified, lang), d.why);
         }
     }
     if let Some(r) = f.references.first() {
-        let _ = writeln!(out, "  {}{}: {}{}", st.dim, w[4], r.url, st.reset);
+        let url = oomdoc_kb::view::href(&r.url).unwrap_or_else(|| r.url.clone());
+        let _ = writeln!(out, "  {}{}: {}{}", st.dim, w[4], url, st.reset);
     }
 }
 
@@ -219,7 +247,7 @@ pub fn markdown(report: &Report, lang: Lang) -> String {
             let _ = writeln!(out, "\n**{}**\n", w[2]);
             for fx in &f.fixes {
                 let v = fx.versions.as_deref().map(|v| format!(" _({v})_")).unwrap_or_default();
-                let _ = writeln!(out, "{}. {} `[{}]`{}", fx.rank, fx.title, fx.category, v);
+                let _ = writeln!(out, "{}. {}{} `[{}]`{}", fx.rank, fx.title, unverified(fx.verified, lang), fx.category, v);
                 if let Some(code) = &fx.code {
                     let lang = fx.code_lang.as_deref().unwrap_or("");
                     let _ = writeln!(out, "   ```{lang}\n   {}\n   ```", code.replace('\n', "\n   "));
@@ -229,11 +257,11 @@ pub fn markdown(report: &Report, lang: Lang) -> String {
         if !f.dead_ends.is_empty() {
             let _ = writeln!(out, "\n**{}**\n", w[3]);
             for d in &f.dead_ends {
-                let _ = writeln!(out, "- {} — {}", d.action, d.why);
+                let _ = writeln!(out, "- {}{} — {}", d.action, unverified(d.verified, lang), d.why);
             }
         }
         if !f.references.is_empty() {
-            let _ = writeln!(out, "\n{}: {}", w[4], f.references.iter().take(3).map(|r| format!("[{}]({})", r.title, r.url)).collect::<Vec<_>>().join(" · "));
+            let _ = writeln!(out, "\n{}: {}", w[4], f.references.iter().take(3).map(md_link).collect::<Vec<_>>().join(" · "));
         }
         out.push('\n');
     }

@@ -1,7 +1,7 @@
 //! An entry as Markdown (for `oomdoc explain`, the web UI's `/kb/{id}.md`, docs). What is
 //! shown, and how templates read without a log, is decided once in [`crate::view`].
 
-use crate::view::{status_note, view, ItemView, RefView, SettingView};
+use crate::view::{status_note, view, BehaviourView, ItemView, RefView, SettingView};
 use crate::{Entry, Kind, Lang};
 use std::fmt::Write;
 
@@ -27,6 +27,40 @@ fn cite(refs: &[RefView], lang: Lang) -> String {
         })
         .collect();
     format!(" — {}", links.join(" "))
+}
+
+/// ` _(unverified)_` after an item whose behaviour was not read in source.
+fn unverified(item: &ItemView, lang: Lang) -> &'static str {
+    match (item.verified, lang) {
+        (true, _) => "",
+        (false, Lang::En) => " _(unverified)_",
+        (false, Lang::Zh) => " _（未核实）_",
+    }
+}
+
+/// "Relies on: <claim> — [source](link)" (the claims are English: Chinese output links the sources only).
+fn relies_on(bs: &[BehaviourView], lang: Lang) -> Option<String> {
+    if bs.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = bs
+        .iter()
+        .map(|b| {
+            let src = match &b.href {
+                Some(h) => format!("[{}]({h})", b.project),
+                None => b.project.clone(),
+            };
+            let note = if b.verified { "" } else if lang == Lang::Zh { "，未核实" } else { ", unverified" };
+            match lang {
+                Lang::En => format!("{} ({src}{note})", b.claim.trim_end_matches('.')),
+                Lang::Zh => format!("{src}{note}"),
+            }
+        })
+        .collect();
+    Some(match lang {
+        Lang::En => format!("_Relies on: {}._", parts.join("; ")),
+        Lang::Zh => format!("_依据的源码：{}_", parts.join("，")),
+    })
 }
 
 /// ` [allocator-setting]` after a fix or dead end, empty for a cause.
@@ -58,18 +92,22 @@ pub fn to_markdown(e: &Entry, lang: Lang) -> String {
     };
     let _ = writeln!(
         o,
-        "`{}` · {} · {}: {} · {}: {:?} · {}: {}\n",
+        "`{}` · {} · {}: {} · {}: {} · {}: {}\n",
         e.id,
         kind,
         l("platform", "平台"),
         platform_name(e),
         l("phase", "阶段"),
-        e.phase,
+        e.phase.name(lang),
         l("memory space", "内存空间"),
         e.memory_space.as_deref().unwrap_or("-")
     );
-    if let Some(ver) = &e.versions {
+    if let Some(ver) = e.versions_in(lang) {
         let _ = writeln!(o, "{}: {}\n", l("Versions", "版本"), ver);
+    }
+    if !e.checked_against.is_empty() {
+        let list: Vec<String> = e.checked_against.iter().map(|(p, v)| format!("{p} {v}")).collect();
+        let _ = writeln!(o, "{}: {}\n", l("Behaviour checked in source against", "行为已在源码中核对的版本"), list.join(", "));
     }
     let _ = writeln!(o, "{}\n", e.summary.get(lang).trim());
     if !v.legend.is_empty() {
@@ -97,7 +135,7 @@ pub fn to_markdown(e: &Entry, lang: Lang) -> String {
         let _ = writeln!(o, "## {}\n", l("Fixes", "修复建议"));
         for (i, f) in v.fixes.iter().enumerate() {
             let ver = f.versions.as_deref().map(|x| format!(" — {x}")).unwrap_or_default();
-            let _ = writeln!(o, "{}. **{}**{}{}{}{}", i + 1, f.text.markdown().trim(), category(f), ver, cond(&f.when), cite(&f.refs, lang));
+            let _ = writeln!(o, "{}. **{}**{}{}{}{}{}", i + 1, f.text.markdown().trim(), unverified(f, lang), category(f), ver, cond(&f.when), cite(&f.refs, lang));
             if let Some(d) = &f.detail {
                 let _ = writeln!(o, "   {}", d.markdown().trim().replace('\n', "\n   "));
             }
@@ -111,6 +149,9 @@ pub fn to_markdown(e: &Entry, lang: Lang) -> String {
                 let names: Vec<String> = f.settings.iter().map(|s| setting(s, lang)).collect();
                 let _ = writeln!(o, "   {}: {}", l("Settings", "涉及的设置"), names.join(", "));
             }
+            if let Some(line) = relies_on(&f.relies_on, lang) {
+                let _ = writeln!(o, "   {line}");
+            }
         }
         o.push('\n');
     }
@@ -118,7 +159,10 @@ pub fn to_markdown(e: &Entry, lang: Lang) -> String {
         let _ = writeln!(o, "## {}\n", l("What will not help", "无效做法"));
         for d in &v.dead_ends {
             let why = d.detail.as_ref().map(|w| w.markdown()).unwrap_or_default();
-            let _ = writeln!(o, "- **{}**{} — {}{}{}", d.text.markdown().trim(), category(d), why.trim(), cond(&d.when), cite(&d.refs, lang));
+            let _ = writeln!(o, "- **{}**{}{} — {}{}{}", d.text.markdown().trim(), unverified(d, lang), category(d), why.trim(), cond(&d.when), cite(&d.refs, lang));
+            if let Some(line) = relies_on(&d.relies_on, lang) {
+                let _ = writeln!(o, "  {line}");
+            }
         }
         o.push('\n');
     }

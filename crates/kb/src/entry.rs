@@ -73,6 +73,20 @@ pub enum Phase {
     Runtime,
 }
 
+impl Phase {
+    /// The phase as a reader's word.
+    pub fn name(self, lang: Lang) -> &'static str {
+        match (self, lang) {
+            (Phase::Compile, Lang::En) => "compile",
+            (Phase::Load, Lang::En) => "load",
+            (Phase::Runtime, Lang::En) => "runtime",
+            (Phase::Compile, Lang::Zh) => "编译",
+            (Phase::Load, Lang::Zh) => "加载",
+            (Phase::Runtime, Lang::Zh) => "运行",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
@@ -262,8 +276,20 @@ pub struct Fix {
     /// Versions the code applies to, e.g. `PyTorch >= 2.1`.
     #[serde(default)]
     pub versions: Option<String>,
+    /// `versions` in Chinese; without it Chinese output shows only the version constraints
+    /// found in `versions` ([`crate::versions::constraints`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versions_zh: Option<String>,
     #[serde(default)]
     pub refs: Vec<String>,
+    /// Keys of the entry's `[[behaviours]]` this fix relies on (a default, what the library
+    /// already does before it raises, what a setting changes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub relies_on: Vec<String>,
+    /// `unverified` when nobody has checked in source the behaviour this fix relies on
+    /// (shown as such); omitted otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -279,6 +305,35 @@ pub struct DeadEnd {
     pub why: Text,
     #[serde(default)]
     pub refs: Vec<String>,
+    /// Keys of the entry's `[[behaviours]]` that show why this does not help.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub relies_on: Vec<String>,
+    /// `unverified` when the reason has not been checked in source; omitted otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+}
+
+/// A behaviour a fix or dead end relies on, as read in the project's source: "the allocator
+/// releases its cached blocks and retries once before it raises", "the default is 1 since
+/// v0.10.0". Maintainers' record: the claim is English and is not shown as advice; renderers
+/// show its source, and mark fixes that rely on an unverified one.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Behaviour {
+    /// Short key used by `relies_on = [...]` in fixes and dead ends.
+    pub key: String,
+    /// The project whose source says so; one of `kb/projects.toml` (`vllm`, `pytorch`, ...).
+    pub project: String,
+    /// What the code does, in one sentence, with the versions in which it holds.
+    pub claim: String,
+    /// Where: `owner/repo:path@<tag or commit>` (or a vendor's page for closed source).
+    pub source: String,
+    /// Line(s) of `source` that show it, e.g. `2219-2221`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lines: Option<String>,
+    /// `verified` (read in source at that tag/commit) or `unverified` (shown as such).
+    #[serde(default = "default_status")]
+    pub status: String,
 }
 
 /// A setting or API named by a fix or dead end, and the proof that it exists.
@@ -357,6 +412,13 @@ pub struct Entry {
     /// Which software versions print this message, as text.
     #[serde(default)]
     pub versions: Option<String>,
+    /// `versions` in Chinese (see [`Fix::versions_zh`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versions_zh: Option<String>,
+    /// The newest release of each project that this entry's behaviour records were checked
+    /// against (`vllm = "0.33.0"`); `scripts/kb_stale.py` lists entries behind the registries.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub checked_against: std::collections::BTreeMap<String, String>,
     pub title: Text,
     /// What the message means, in a few sentences.
     pub summary: Text,
@@ -373,6 +435,9 @@ pub struct Entry {
     /// with where it is defined and the versions in which it exists.
     #[serde(default)]
     pub identifiers: Vec<Identifier>,
+    /// The behaviours the fixes and dead ends rely on, each with its source.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub behaviours: Vec<Behaviour>,
     /// Set by the loader: the file it came from, relative to `kb/`.
     #[serde(skip_deserializing, default)]
     pub file: String,
@@ -582,10 +647,88 @@ impl Entry {
             check_text(&d.why, &ctx)?;
             check_refs(&d.refs, &ctx)?;
         }
+        self.validate_behaviours()?;
         for ex in &self.examples {
             for k in ex.expect.sizes.keys() {
                 if !crate::SIZE_KEYS.contains(&k.as_str()) {
                     return Err(format!("example size key `{k}` is not one of {:?}", crate::SIZE_KEYS));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Values of a fix's or dead end's `status`.
+pub const RELIANCE_STATUSES: &[&str] = &["unverified"];
+/// Values of a behaviour record's `status`.
+pub const BEHAVIOUR_STATUSES: &[&str] = &["verified", "unverified"];
+
+/// `owner/repo:path@ref` (a source file at a tag or commit) or an `https://` page.
+pub fn is_pinned_source(s: &str) -> bool {
+    let s = s.trim();
+    s.starts_with("https://") || s.split_once(':').is_some_and(|(repo, rest)| repo.contains('/') && rest.contains('@'))
+}
+
+impl Entry {
+    /// A behaviour record by key.
+    pub fn behaviour(&self, key: &str) -> Option<&Behaviour> {
+        self.behaviours.iter().find(|b| b.key == key)
+    }
+
+    /// Whether what a fix or dead end relies on was read in source: it names at least one
+    /// behaviour record, every one of them is verified, and it is not marked unverified.
+    pub fn reliance_verified(&self, relies_on: &[String], status: Option<&str>) -> bool {
+        status.is_none()
+            && !relies_on.is_empty()
+            && relies_on.iter().all(|k| self.behaviour(k).is_some_and(|b| b.status == "verified"))
+    }
+
+    pub fn fix_verified(&self, f: &Fix) -> bool {
+        self.reliance_verified(&f.relies_on, f.status.as_deref())
+    }
+
+    pub fn dead_end_verified(&self, d: &DeadEnd) -> bool {
+        self.reliance_verified(&d.relies_on, d.status.as_deref())
+    }
+
+    /// Behaviour records are well formed and every `relies_on` names one. (Whether every
+    /// fix and dead end has a record or an `unverified` marker is checked by
+    /// `tests/behaviours.rs`, so that an entry missing one still loads.)
+    fn validate_behaviours(&self) -> Result<(), String> {
+        let mut keys = std::collections::BTreeSet::new();
+        for b in &self.behaviours {
+            let ctx = format!("behaviour `{}`", b.key);
+            if !keys.insert(b.key.as_str()) {
+                return Err(format!("{ctx}: recorded twice"));
+            }
+            if !BEHAVIOUR_STATUSES.contains(&b.status.as_str()) {
+                return Err(format!("{ctx}: status `{}` is not one of {BEHAVIOUR_STATUSES:?}", b.status));
+            }
+            if b.claim.trim().is_empty() || b.project.trim().is_empty() {
+                return Err(format!("{ctx}: needs a project and a claim"));
+            }
+            if b.status == "verified" && !is_pinned_source(&b.source) {
+                return Err(format!("{ctx}: source `{}` must be `owner/repo:path@tag-or-commit` or an https:// URL", b.source));
+            }
+            if b.status == "verified" && !self.checked_against.contains_key(&b.project) {
+                return Err(format!("{ctx}: project `{}` has no `checked_against` release in this entry", b.project));
+            }
+        }
+        let items = self
+            .fixes
+            .iter()
+            .map(|f| (format!("fix `{}`", f.id), &f.relies_on, &f.status))
+            .chain(self.dead_ends.iter().map(|d| (format!("dead end `{}`", d.id), &d.relies_on, &d.status)));
+        for (ctx, relies_on, status) in items {
+            for k in relies_on {
+                if !keys.contains(k.as_str()) {
+                    return Err(format!("{ctx}: relies on `{k}`, which is not a key in [[behaviours]]"));
+                }
+            }
+            if let Some(s) = status {
+                if !RELIANCE_STATUSES.contains(&s.as_str()) {
+                    return Err(format!("{ctx}: status `{s}` is not one of {RELIANCE_STATUSES:?}"));
                 }
             }
         }

@@ -30,7 +30,8 @@ use std::sync::OnceLock;
 /// Roots that are modules by convention even when the snippet does not import them.
 pub const MODULE_ROOTS: &[&str] = &[
     "torch", "tf", "keras", "jax", "jnp", "lax", "pl", "pltpu", "plgpu", "triton", "tl", "ttnn", "vllm", "np", "mx",
-    "torch_xla", "xm", "torch_npu", "ipex", "cupy", "deepspeed", "transformers", "accelerate", "gc", "os",
+    "torch_xla", "xm", "torch_npu", "ipex", "cupy", "deepspeed", "transformers", "accelerate", "gc", "os", "onnxruntime",
+    "ort", "trt", "tensorrt", "numba", "paddle",
 ];
 
 /// Tokens the rules would pick out that are not settings: Python built-ins, plain language

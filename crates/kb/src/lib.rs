@@ -10,6 +10,7 @@ mod display;
 mod entry;
 pub mod identifiers;
 mod template;
+pub mod versions;
 pub mod view;
 
 pub use display::to_markdown;

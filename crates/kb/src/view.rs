@@ -211,6 +211,19 @@ pub struct RefView {
     pub unverified: bool,
 }
 
+/// A behaviour a fix or dead end relies on, with its source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BehaviourView {
+    pub key: String,
+    pub project: String,
+    /// English (maintainers' record); shown in English output only.
+    pub claim: String,
+    pub source: String,
+    pub href: Option<String>,
+    pub lines: Option<String>,
+    pub verified: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SettingView {
     pub name: String,
@@ -241,6 +254,10 @@ pub struct ItemView {
     pub versions: Option<String>,
     pub refs: Vec<RefView>,
     pub settings: Vec<SettingView>,
+    /// The behaviours a fix or dead end relies on.
+    pub relies_on: Vec<BehaviourView>,
+    /// Whether what it relies on was read in source (see [`Entry::reliance_verified`]).
+    pub verified: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -264,19 +281,38 @@ fn ref_view(e: &Entry, key: &str) -> Option<RefView> {
     })
 }
 
-fn setting_view(i: &Identifier) -> SettingView {
+fn setting_view(i: &Identifier, lang: Lang) -> SettingView {
     SettingView {
         name: i.name.clone(),
         kind: i.kind.clone(),
         defined_in: i.defined_in.clone(),
         href: href(&i.defined_in),
-        versions: i.versions.clone(),
+        versions: crate::versions::in_lang(Some(&i.versions), None, lang).unwrap_or_else(|| "-".to_string()),
         status: i.status.clone(),
     }
 }
 
+fn behaviour_views(e: &Entry, keys: &[String]) -> Vec<BehaviourView> {
+    keys.iter()
+        .filter_map(|k| e.behaviour(k))
+        .map(|b| BehaviourView {
+            key: b.key.clone(),
+            project: b.project.clone(),
+            claim: b.claim.clone(),
+            source: b.source.clone(),
+            href: href(&b.source).map(|h| match &b.lines {
+                // A line anchor on a GitHub file link, not on a web page.
+                Some(l) if !b.source.starts_with("http") => format!("{h}#L{}", l.replace('-', "-L")),
+                _ => h,
+            }),
+            lines: b.lines.clone(),
+            verified: b.status == "verified",
+        })
+        .collect()
+}
+
 /// Settings named by the given code and prose, in the order of the entry's records.
-fn settings_named(e: &Entry, code: &[(&str, Option<&str>)], prose: &[&Text]) -> Vec<SettingView> {
+fn settings_named(e: &Entry, code: &[(&str, Option<&str>)], prose: &[&Text], lang: Lang) -> Vec<SettingView> {
     let mut names = std::collections::BTreeSet::new();
     for (c, lang) in code {
         names.extend(in_code(c, *lang).into_iter().map(|t| t.name));
@@ -284,7 +320,7 @@ fn settings_named(e: &Entry, code: &[(&str, Option<&str>)], prose: &[&Text]) -> 
     for t in prose {
         names.extend(in_prose(&t.en).into_iter().map(|t| t.name));
     }
-    e.identifiers.iter().filter(|i| names.contains(&i.name)).map(setting_view).collect()
+    e.identifiers.iter().filter(|i| names.contains(&i.name)).map(|i| setting_view(i, lang)).collect()
 }
 
 /// Indices of items that are shown, each with the ids folded into it.
@@ -338,9 +374,11 @@ pub fn view(e: &Entry, lang: Lang) -> EntryView {
                 code: f.code.as_deref().or(f.code_fallback.as_deref()).map(|c| readable_code(c, f.code_fallback.as_deref(), lang)),
                 code_lang: f.code_lang.clone(),
                 code_fragment: f.code_fragment,
-                versions: f.versions.clone(),
+                versions: f.versions_in(lang),
                 refs: refs(&f.refs),
-                settings: settings_named(e, &code, &[&f.title]),
+                settings: settings_named(e, &code, &[&f.title], lang),
+                relies_on: behaviour_views(e, &f.relies_on),
+                verified: e.fix_verified(f),
             }
         })
         .collect();
@@ -356,7 +394,9 @@ pub fn view(e: &Entry, lang: Lang) -> EntryView {
                 text: readable(d.action.get(lang), lang),
                 detail: Some(readable(d.why.get(lang), lang)),
                 refs: refs(&d.refs),
-                settings: settings_named(e, &[], &[&d.action]),
+                settings: settings_named(e, &[], &[&d.action], lang),
+                relies_on: behaviour_views(e, &d.relies_on),
+                verified: e.dead_end_verified(d),
                 ..Default::default()
             }
         })
@@ -395,7 +435,7 @@ pub fn view(e: &Entry, lang: Lang) -> EntryView {
         fixes,
         dead_ends,
         references: e.references.iter().filter_map(|r| ref_view(e, &r.key)).collect(),
-        settings: e.identifiers.iter().map(setting_view).collect(),
+        settings: e.identifiers.iter().map(|i| setting_view(i, lang)).collect(),
     }
 }
 

@@ -102,8 +102,16 @@ fn text_markdown_and_chinese() {
     assert!(out.contains("[raise-limit]"), "fix categories in text: {out}");
     let (_, md, _) = oomdoc(&["diagnose", &example_log(), "--format", "markdown"], None);
     assert!(md.contains("### "));
+    // Pasted into an issue, every link resolves: no `owner/repo:path@commit` link targets.
+    for target in md.split("](").skip(1) {
+        assert!(target.starts_with("https://"), "relative link in Markdown output: {target}\n{md}");
+    }
     let (_, zh, _) = oomdoc(&["diagnose", &example_log(), "--lang", "zh"], None);
     assert!(zh.contains("需要 18.00 MiB"), "{zh}");
+    assert!(zh.contains("错误[E1001] tpu.scoped-vmem"), "{zh}");
+    assert!(!zh.lines().any(|l| l.starts_with("error") || l.starts_with("warning")), "English labels in Chinese output: {zh}");
+    let (_, zh_explain, _) = oomdoc(&["explain", "tpu.scoped-vmem", "--lang", "zh"], None);
+    assert!(zh_explain.contains("阶段: 编译"), "{zh_explain}");
 }
 
 #[test]

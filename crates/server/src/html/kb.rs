@@ -116,10 +116,10 @@ pub fn entry_page(e: &Entry, lang: Lang, outcomes: &BTreeMap<String, FixOutcomes
                     }
                     dt { (t(lang, "platform")) }
                     dd { (platform) @for a in &e.also_platforms { ", " (wire_name(a)) } }
-                    dt { (t(lang, "phase")) } dd { (wire_name(&e.phase)) }
+                    dt { (t(lang, "phase")) } dd { (e.phase.name(lang)) }
                     @if let Some(m) = &e.memory_space { dt { (t(lang, "memory_space")) } dd { (m) } }
                     dt { (t(lang, "severity")) } dd { (wire_name(&e.severity)) }
-                    @if let Some(v) = &e.versions { dt { (t(lang, "versions")) } dd { (v) } }
+                    @if let Some(v) = e.versions_in(lang) { dt { (t(lang, "versions")) } dd { (v) } }
                 }
                 section {
                     h2 { (t(lang, "summary")) }
@@ -148,7 +148,7 @@ pub fn entry_page(e: &Entry, lang: Lang, outcomes: &BTreeMap<String, FixOutcomes
                         @for f in &v.fixes {
                             div.fix id={ "fix-" (encode_component(&f.id)) } data-fix=(f.id) {
                                 @for alt in &f.variants { span id={ "fix-" (encode_component(alt)) } {} }
-                                h3 { (rich(&f.text)) }
+                                h3 { (rich(&f.text)) @if !f.verified { " " span.unverified { "(" (t(lang, "unverified")) ")" } } }
                                 (conditions(&f.when, lang))
                                 @if let Some(d) = &f.detail { p { (rich(d)) } }
                                 @if let Some(code) = &f.code {
