@@ -43,6 +43,7 @@ pub const TRIGGERS: &[&str] = &[
     "Exceeded step memory limit",
     "using all available RAM",
     "kernel appears to have died",
+    "ipynb appears to have died",
 ];
 
 grammar!(
@@ -68,7 +69,7 @@ grammar!(
     r"Killed (?P<cg>/\S+) due to memory pressure for (?P<parent>/\S+) being (?P<p>[\d.]+)% > (?P<lim>[\d.]+)% for > (?P<dur>\w+) with reclaim activity"
 );
 grammar!(colab, r"Your session crashed after using all available RAM\.?");
-grammar!(kernel_died, r"The kernel appears to have died\. It will restart automatically\.?|Kernel Restarting\s+The kernel for [^\n]{1,200} appears to have died\. It will restart automatically\.?");
+grammar!(kernel_died, r"(?:Kernel Restarting\s+)?The kernel (?:for [^\n]{1,200} )?appears to have died\. It will restart automatically\.?");
 
 fn host(id: &'static str, start: usize, end: usize) -> Hit {
     Hit::new(id, start, end).on(Platform::Cpu).during(Phase::Runtime).in_space("host").ranked(18)
@@ -189,7 +190,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
-    if has(t, "kernel appears to have died") {
+    if has(t, "appears to have died") {
         for m in kernel_died().find_iter(t) {
             let mut h = host("host.oom-killer", m.start(), m.end());
             h.detail("killer", "jupyter");
