@@ -23,6 +23,26 @@ fn main() {
     // Entries live in platform folders; files at the top (`projects.toml`) are not entries.
     files.retain(|f| f.parent() != Some(kb_dir.as_path()));
     files.sort();
+    // kb/regressions/ holds regression records, not entries.
+    let regressions_dir = kb_dir.join("regressions");
+    let (regressions, files): (Vec<PathBuf>, Vec<PathBuf>) = files.into_iter().partition(|f| f.starts_with(&regressions_dir));
+    let mut reg_src = String::from("pub(crate) static REGRESSION_FILES: &[(&str, &str)] = &[\n");
+    for f in &regressions {
+        println!("cargo:rerun-if-changed={}", f.display());
+        let rel = f.strip_prefix(&kb_dir).unwrap().to_string_lossy().replace('\\', "/");
+        reg_src.push_str(&format!("    ({rel:?}, include_str!({:?})),\n", f.display().to_string()));
+    }
+    reg_src.push_str("];\n");
+    fs::write(PathBuf::from(env::var("OUT_DIR").unwrap()).join("regressions.rs"), reg_src).unwrap();
+    // Measured outcomes per entry (kb/outcomes.json, written by the outcome test).
+    let outcomes = kb_dir.join("outcomes.json");
+    println!("cargo:rerun-if-changed={}", outcomes.display());
+    let outcomes_src = if outcomes.exists() {
+        format!("pub(crate) static OUTCOMES_JSON: &str = include_str!({:?});\n", outcomes.display().to_string())
+    } else {
+        "pub(crate) static OUTCOMES_JSON: &str = \"{}\";\n".to_string()
+    };
+    fs::write(PathBuf::from(env::var("OUT_DIR").unwrap()).join("outcomes.rs"), outcomes_src).unwrap();
     let mut src = String::from("pub(crate) static ENTRY_FILES: &[(&str, &str)] = &[\n");
     let mut ids = String::from("pub(crate) static ENTRY_IDS: &[&str] = &[\n");
     for f in &files {

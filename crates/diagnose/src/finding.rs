@@ -266,6 +266,34 @@ pub struct FixOut {
     /// Whether the behaviour this fix relies on was read in the project's source (the
     /// knowledge base's `[[behaviours]]`); `false` is shown as unverified.
     pub verified: bool,
+    /// How often a fix of this category fixed this entry's failure in public threads
+    /// (`kb/outcomes.json`); absent when the resolution corpus has no thread for the entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured: Option<Measured>,
+}
+
+/// "a fix of this category fixed `fixed` of `threads` public threads with this failure".
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct Measured {
+    pub fixed: u64,
+    pub threads: u64,
+}
+
+/// What fixed this entry's failures in public threads, by fix category, with the links.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Outcome {
+    pub category: String,
+    pub count: u64,
+    pub links: Vec<String>,
+}
+
+/// The resolution corpus's record of this entry (JSON `outcomes`).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Outcomes {
+    /// Resolved public threads whose failure reads as this entry.
+    pub threads: u64,
+    /// By category, most threads first.
+    pub categories: Vec<Outcome>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -338,9 +366,23 @@ pub struct Finding {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     pub culprit: Culprit,
+    /// The job around the failure: frameworks, workload, versions, OS, stated settings
+    /// (`facts::case`). Absent when the log shows none of them.
+    #[serde(skip_serializing_if = "crate::facts::case::Case::is_empty")]
+    pub case: crate::facts::case::Case,
     pub cause: Option<String>,
     pub fixes: Vec<FixOut>,
     pub dead_ends: Vec<DeadEndOut>,
+    /// What fixed this entry's failures in public threads (counts and links); absent when
+    /// the resolution corpus has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcomes: Option<Outcomes>,
+    /// How well the log's numbers single out the cause: `established` (a mechanism the
+    /// numbers prove), `hedged` (the cause names the likeliest explanations in order),
+    /// `generic` (the entry's general cause; the numbers do not discriminate). Absent
+    /// without a cause.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause_confidence: Option<String>,
     pub references: Vec<RefOut>,
     /// The message itself (normalized, at most a few lines).
     pub excerpt: String,

@@ -22,3 +22,14 @@ pub fn gpu_family_for_shared_limit(limit: u64, amd: bool) -> Option<String> {
     }
     Some(oomdoc_hw::family_label(&archs))
 }
+
+/// TPU chips with more VMEM per core than `limit`: where a "Used X of Y vmem" limit Y is a
+/// configured limit below the core's VMEM, which raising can lift. (name, VMEM per core).
+pub fn tpu_chips_with_vmem_above(limit: u64) -> Vec<(&'static str, u64)> {
+    oomdoc_hw::table().tpu.iter().filter(|c| c.vmem_per_core.value > limit).map(|c| (c.name.as_str(), c.vmem_per_core.value)).collect()
+}
+
+/// The most shared memory per block any GPU in the table offers (opt-in maximum / LDS).
+pub fn largest_shared_per_block() -> u64 {
+    oomdoc_hw::table().gpu.iter().map(|g| g.shared_optin_per_block.value).max().unwrap_or(u64::MAX)
+}

@@ -18,9 +18,9 @@
 
 pub mod advise;
 pub mod anchor_search;
-pub mod context;
 pub mod dump;
 pub mod facts;
+pub use facts::context;
 pub mod finding;
 pub mod hardware;
 pub mod multi;
@@ -180,18 +180,22 @@ impl Collector {
     fn finish(self, ctx: &scan::LogContext, opts: &Options) -> Report {
         let truncated = self.truncated;
         let settings: String = ctx.lines.iter().map(|l| l.1.as_str()).collect::<Vec<_>>().join("\n");
-        let expandable_global = context::shows_expandable_segments(&settings);
         let mut findings: Vec<Finding> = self
             .pending
             .into_iter()
             .map(|mut p| {
-                let expandable = expandable_global || context::shows_expandable_segments(&p.block_text);
                 let f = &mut p.finding;
                 // The dump may add the buffers at the peak, which the facts then count.
                 if let Some(dir) = &opts.dump {
                     dump::attach(f, dir);
                 }
-                let mut facts: Facts = facts::compute(f, &p.flags, &p.block_text, expandable);
+                // The case reads the block and the settings lines kept for the whole log.
+                f.case = if settings.is_empty() {
+                    facts::case::read(f, &p.block_text)
+                } else {
+                    facts::case::read(f, &format!("{settings}\n{}", p.block_text))
+                };
+                let mut facts: Facts = facts::compute(f, &p.flags, &p.block_text);
                 if let Some(l) = &opts.facts {
                     live::apply(f, l, &mut facts);
                 }
@@ -267,9 +271,12 @@ fn build(hit: &Hit, flat: &normalize::Flat) -> Finding {
         exception: context::exception_near(&flat.text, hit.start),
         status: context::status_near(&flat.text, hit.start),
         culprit: hit.culprit.clone(),
+        case: facts::case::Case::default(),
         cause: None,
         fixes: Vec::new(),
         dead_ends: Vec::new(),
+        outcomes: None,
+        cause_confidence: None,
         references: Vec::new(),
         excerpt,
         memory: None,

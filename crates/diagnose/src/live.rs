@@ -98,8 +98,8 @@ mod tests {
 
     #[test]
     fn live_facts_enter_the_diagnosis() {
-        // Real message: https://github.com/pytorch/pytorch/issues/16417 (tests/corpus/dev.jsonl).
-        let log = "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.00 MiB. GPU 0 has a total capacity of 23.65 GiB of which 11.06 MiB is free. Including non-PyTorch memory, this process has 23.60 GiB memory in use. Of the allocated memory 22.90 GiB is allocated by PyTorch, and 194.87 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)";
+        // A message with a large reserved-but-unallocated share (crates/oomdoc/tests/diagnose_cli.rs).
+        let log = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB. GPU 0 has a total capacity of 79.33 GiB of which 1.66 GiB is free. Of the allocated memory 70.09 GiB is allocated by PyTorch, and 6.84 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.";
         let plain = crate::diagnose_text(log, &crate::Options::default());
         let mut live = LiveFacts::default();
         live.env.insert("PYTORCH_CUDA_ALLOC_CONF".into(), "expandable_segments:True".into());

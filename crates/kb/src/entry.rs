@@ -276,6 +276,10 @@ pub struct Fix {
     /// Versions the code applies to, e.g. `PyTorch >= 2.1`.
     #[serde(default)]
     pub versions: Option<String>,
+    /// Machine-readable version requirements (`torch>=2.1`, `jax>=0.4.31,<0.7.2`): the fix
+    /// is not shown when the log's printed or message-dated version rules one out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
     /// `versions` in Chinese; without it Chinese output shows only the version constraints
     /// found in `versions` ([`crate::versions::constraints`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -303,6 +307,9 @@ pub struct DeadEnd {
     pub when: Vec<String>,
     pub action: Text,
     pub why: Text,
+    /// As for fixes: not shown when the log's version rules one out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
     #[serde(default)]
     pub refs: Vec<String>,
     /// Keys of the entry's `[[behaviours]]` that show why this does not help.
@@ -488,6 +495,38 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("device_buffer_limit", "ggml's Vulkan backend refused one buffer larger than the device's largest single allocation"),
     ("host_arena", "the failing ONNX Runtime arena is the CPU (host) arena"),
     ("tactic_skipped", "TensorRT skipped a tactic for lack of memory and went on building (not fatal by itself)"),
+    // The case around the failure (crates/diagnose/src/facts/case.rs), read from the whole block of log text.
+    ("windows_commit_limit", "host memory on Windows: allocations fail at the commit limit (RAM plus page file), which the page file's size sets"),
+    ("total_tokens_failed", "TGI: the router's check names max_total_tokens alone (the total-token budget, not the prefill batch, is too large)"),
+    ("exceeds_every_gpu", "GPU shared memory: the kernel needs more per block than any GPU in the hardware table offers (no GPU swap helps)"),
+    ("xla_generated_op", "TPU: the culprit is an op XLA generated itself (its name is an HLO opcode: fusion, convolution, dot, ...), not a custom call"),
+    ("fragmentation_possible", "PyTorch: reserved-but-unallocated memory covers the request but is not material (under a tenth of the device, and not both twice the request and a twentieth of the device) after the allocator's own free-and-retry: a shortage first, fragmentation second"),
+    ("held_outside_allocator", "PyTorch: device memory in use beyond what PyTorch's allocator holds is >= the request and >= a fifth of the device, and the message has no per-process lines to say whose it is"),
+    ("small_device", "PyTorch: the device's total capacity is 4 GiB or less (the CUDA context and a display take a large share)"),
+    ("inference", "the job serves or runs inference (serving engine, generate(), a diffusion UI), not training"),
+    ("serving", "the job is a serving engine (vLLM server, TGI, SGLang, llama.cpp server, Ollama)"),
+    ("data_job", "a host-memory failure in a data library (pandas, polars, dask, pyarrow, datasets) with no accelerator framework in the log"),
+    ("os_linux", "the log shows Linux (paths, kernel OOM-killer lines, dmesg)"),
+    ("os_macos", "the log shows macOS (/Users/ paths, `Killed: 9`, MPS/Metal)"),
+    ("os_windows", "the log shows Windows (drive-letter paths, WinError, .exe/.dll)"),
+    ("memory_limit_cgroup", "host memory: the limit hit is a cgroup/container limit (memcg, OOMKilled)"),
+    ("memory_limit_rlimit", "host memory: the limit hit is a process rlimit (ulimit)"),
+    ("memory_limit_physical", "host memory: the kernel ran out of physical memory for the whole machine (CONSTRAINT_NONE)"),
+    ("jax_api_ok", "JAX APIs fit the job: the log shows JAX, or no other framework"),
+    ("pytorch_api_ok", "PyTorch APIs fit the job: the log shows PyTorch (or an engine on it), or no other framework"),
+    ("tensorflow_api_ok", "TensorFlow APIs fit the job: the log shows TensorFlow, or no other framework"),
+    ("directml", "the job runs on DirectML (torch-directml, tensorflow-directml)"),
+    ("alloc_conf_set", "the log shows PYTORCH_*_ALLOC_CONF set by the user (not PyTorch's own hint)"),
+    ("framework_tgi", "the log comes from Text Generation Inference"),
+    ("framework_sglang", "the log comes from SGLang"),
+    ("framework_ollama", "the log comes from Ollama"),
+    ("framework_llama_cpp", "the log comes from llama.cpp (or a program built on it)"),
+    ("framework_comfyui", "the log comes from ComfyUI"),
+    ("framework_diffusers", "the log comes from diffusers"),
+    ("framework_deepspeed", "the log comes from DeepSpeed"),
+    ("framework_mesh_tf", "the log comes from Mesh TensorFlow"),
+    ("framework_paddle", "the log comes from PaddlePaddle"),
+    ("framework_data", "the log shows a data library (pandas, polars, dask, pyarrow, datasets, scikit-learn)"),
 ];
 
 /// Placeholders the diagnose engine can fill. `_h` variants are human-readable (`18.00 MiB`).
@@ -504,7 +543,7 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ("over_pct", "overshoot as a percentage of the limit, one decimal"),
     ("ratio", "need / limit, two decimals"),
     ("shrink_pct", "how much the need must shrink to fit, percent, one decimal"),
-    ("vmem_limit_bytes", "a per-kernel VMEM limit that covers the reported need (rounded up to 1 MiB)"),
+    ("vmem_limit_bytes", "a per-kernel VMEM limit that covers the reported need with a quarter of headroom (need x 1.25, rounded up to 1 MiB)"),
     ("vmem_limit_mib", "the same in MiB"),
     ("scoped_vmem_limit_kib", "a value for --xla_tpu_scoped_vmem_limit_kib strictly above vmem_limit_bytes (one MiB more)"),
     ("chip_vmem_h", "physical VMEM per core of the chip(s) consistent with the log"),
@@ -547,6 +586,9 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ("total_tokens", "TGI: the total tokens the message states"),
     ("req_slots_free", "SGLang: free request slots the message states (req_to_token_pool.available_size())"),
     ("req_slots_needed", "SGLang: request slots the batch needed (num_reqs)"),
+    ("cached_free", "PyTorch: reserved-but-unallocated bytes, stated or reserved minus allocated (1.4-2.0 messages)"),
+    ("elsewhere", "PyTorch: device memory in use that PyTorch's allocator does not hold (total - free - PyTorch's reserved)"),
+    ("device_total", "PyTorch: the device's total capacity"),
 ];
 
 impl Entry {
@@ -607,6 +649,14 @@ impl Entry {
             }
             Ok(())
         };
+        let check_requires = |requires: &[String], ctx: &str| -> Result<(), String> {
+            for r in requires {
+                if crate::version::Requirement::parse(r).is_none() {
+                    return Err(format!("{ctx}: requirement `{r}` is not `package>=X`, `package<Y` or `package>=X,<Y`"));
+                }
+            }
+            Ok(())
+        };
         let check_text = |t: &Text, ctx: &str| -> Result<(), String> {
             if t.en.trim().is_empty() || t.zh.trim().is_empty() {
                 return Err(format!("{ctx}: needs both en and zh text"));
@@ -628,6 +678,7 @@ impl Entry {
         for f in &self.fixes {
             let ctx = format!("fix `{}`", f.id);
             check_when(&f.when, &ctx)?;
+            check_requires(&f.requires, &ctx)?;
             check_text(&f.title, &ctx)?;
             if let Some(d) = &f.detail {
                 check_text(d, &ctx)?;
@@ -643,6 +694,7 @@ impl Entry {
         for d in &self.dead_ends {
             let ctx = format!("dead end `{}`", d.id);
             check_when(&d.when, &ctx)?;
+            check_requires(&d.requires, &ctx)?;
             check_text(&d.action, &ctx)?;
             check_text(&d.why, &ctx)?;
             check_refs(&d.refs, &ctx)?;

@@ -10,6 +10,9 @@ mod display;
 mod entry;
 pub mod identifiers;
 mod template;
+pub mod outcomes;
+pub mod regression;
+pub mod version;
 pub mod versions;
 pub mod view;
 

@@ -12,6 +12,12 @@ use oomdoc_kb::{Phase, Platform};
 grammar!(anchor, r"(?:(?P<dev>CUDA|HIP|XPU|MTIA|NPU) out of memory\.\s*|out of memory\.\s*)?Tried to allocate\s+(?P<req>{SZ})");
 grammar!(paren_fragment, r"\(GPU (?P<i>\d+); (?P<total>{SZ}) total capacity; (?P<alloc>{SZ}) already allocated; (?P<free>{SZ}) free;(?: (?P<allowed>{SZ}) allowed;)? (?:(?P<res>{SZ}) reserved in total by PyTorch|(?P<cached>{SZ}) cached)\)");
 grammar!(exceed_allowed, r"Allocation on device (?P<i>\d+) would exceed allowed memory");
+// The cudaMallocAsync backend's table (c10/cuda/CUDAMallocAsyncAllocator.cpp): one field per line.
+grammar!(async_allocated, r"Currently allocated\s*:\s*(?P<v>{SZ})");
+grammar!(async_requested, r"Requested\s*:\s*(?P<v>{SZ})");
+grammar!(async_device, r"Device limit\s*:\s*(?P<v>{SZ})");
+grammar!(async_free, r"Free \(according to CUDA\)\s*:\s*(?P<v>{SZ})");
+grammar!(async_cap, r"PyTorch limit \(set by user-supplied memory fraction\)\s*:\s*(?P<v>{SZ})");
 grammar!(cuda_error2, r"(?i)cuda\w*(?: \w+){0,3} (?:failed )?with error 2 out of memory");
 grammar!(gpu_index, r"\((?P<w>GPU|NPU) (?P<i>\d+);|GPU (?P<j>\d+) has a total capac");
 grammar!(total, r"(?P<v>{SZ}) total capacity|total capac(?:i)?ty of\s+(?P<w>{SZ})");
@@ -61,17 +67,50 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.platform = Some(Platform::Cuda);
             h.phase = Some(Phase::Runtime);
             h.space("device");
-            h.flag("memory_fraction_cap").flag("framework_pytorch");
-            // Its table (`Currently allocated : …`, `Requested : …`, `Device limit : …`,
-            // `Free (according to CUDA): …`, `PyTorch limit (…) : …`), in any paste form.
+            h.flag("framework_pytorch");
+            h.priority = 10;
+            // The table that follows: without a fraction set, the "PyTorch limit" is the
+            // backend's UINT64_MAX default, printed as 17179869184.00 GiB (2^34 GiB): no cap.
+            let body = window(t, m.end(), 600);
+            let field = |re: &regex::Regex| re.captures(body).map(|c| c["v"].to_string());
+            let mut end = m.end();
+            for (re, key) in [(async_allocated(), SizeKey::Allocated), (async_requested(), SizeKey::Requested), (async_device(), SizeKey::Total), (async_free(), SizeKey::Free)] {
+                if let Some(v) = field(re) {
+                    h.size(key, &v);
+                    end = end.max(m.end() + re.find(body).map_or(0, |x| x.end()));
+                }
+            }
+            match (field(async_cap()).and_then(|v| oomdoc_units::parse_size(&v)), h.get(SizeKey::Total)) {
+                (Some(cap), Some(total)) if cap.bytes >= total => {
+                    end = end.max(m.end() + async_cap().find(body).map_or(0, |x| x.end()));
+                }
+                (Some(cap), _) if cap.bytes < 1 << 50 => {
+                    h.bytes(SizeKey::Limit, cap.bytes, cap.text.clone());
+                    h.flag("memory_fraction_cap");
+                    end = end.max(m.end() + async_cap().find(body).map_or(0, |x| x.end()));
+                }
+                // No table pasted: the message alone does not say whether a fraction was set.
+                _ => {}
+            }
+            // The same table in other paste forms (Markdown bold, quotes, HTML cells): what the
+            // fields above did not read, except the cap, which is decided above.
             let after = window(t, m.end(), 900);
             let table_end = after.find("\n\n").unwrap_or(after.len());
             let found = crate::sizes::labeled(&after[..table_end], oomdoc_units::UnitStyle::Binary);
-            if let Some(last) = found.sizes.iter().map(|l| l.end).max() {
-                h.end = m.end() + last;
+            for l in found.sizes {
+                if let Some(k) = l.key.filter(|k| *k != SizeKey::Limit) {
+                    if h.get(k).is_none() {
+                        h.put(k, l.size);
+                        end = end.max(m.end() + l.end);
+                    }
+                }
             }
-            h.labeled_sizes(&after[..table_end], oomdoc_units::UnitStyle::Binary);
-            h.priority = 10;
+            for n in found.notes {
+                if !h.size_notes.contains(&n) {
+                    h.size_notes.push(n);
+                }
+            }
+            h.end = end;
             hits.push(h);
         }
     }

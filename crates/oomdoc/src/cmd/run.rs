@@ -761,6 +761,17 @@ fn add_kill_finding(report: &mut Report, ended: Ended, pid: i32, before: &Kernel
         (true, false, true) => "任务中的一个进程被 OOM killer 杀死",
         (false, _, true) => "被 SIGKILL 杀死，很可能是 OOM killer（未证实）",
     };
+    // Without the kernel's record of the kill, the title says so instead of naming the OOM killer.
+    let hedged_title = (!proven).then(|| {
+        if zh {
+            "被 SIGKILL 杀死：最可能是内核的 OOM killer，但没有找到 OOM kill 记录".to_string()
+        } else {
+            "Killed by SIGKILL: the kernel's OOM killer is the likeliest sender, but no OOM-kill record was found".to_string()
+        }
+    });
+    if let Some(t) = &hedged_title {
+        f.title = t.clone();
+    }
     let (resident, limit_w) = if zh { ("驻留内存", "内存上限") } else { ("resident", "memory limit") };
     f.headline = match (f.sizes.used, f.sizes.limit) {
         (Some(u), Some(l)) => format!("{verdict}: {} {resident}, {limit_w} {}", format_bytes(u), format_bytes(l)),
@@ -772,6 +783,8 @@ fn add_kill_finding(report: &mut Report, ended: Ended, pid: i32, before: &Kernel
     if let Some(existing) = report.findings.iter_mut().find(|g| g.id == "host.oom-killer") {
         if proven {
             existing.confidence = Confidence::Certain;
+        } else if let Some(t) = &hedged_title {
+            existing.title = t.clone();
         }
         existing.headline = f.headline;
         existing.excerpt = format!("{}\n{}", existing.excerpt, text);

@@ -125,6 +125,20 @@ pub fn entry_page(e: &Entry, lang: Lang, outcomes: &BTreeMap<String, FixOutcomes
                     h2 { (t(lang, "summary")) }
                     p { (e.summary.get(lang)) }
                 }
+                @if let Some(o) = oomdoc_kb::outcomes::for_entry(&e.id) {
+                    section.public-outcomes data-threads=(o.threads) {
+                        h2 { (t(lang, "public_threads")) }
+                        p.muted { (t(lang, "public_threads_note")) }
+                        ul { @for (cat, c) in public_order(o) {
+                            li data-category=(cat) {
+                                code { (cat) } ": " strong { (c.count) " / " (o.threads) } " " (t(lang, "threads")) " "
+                                @for (i, link) in c.links.iter().enumerate() {
+                                    a href=(link) rel="noopener noreferrer" { "[" (i + 1) "]" } " "
+                                }
+                            }
+                        } }
+                    }
+                }
                 @if !v.legend.is_empty() {
                     div.legend {
                         p.muted { (t(lang, "read_without_log")) }
@@ -156,6 +170,9 @@ pub fn entry_page(e: &Entry, lang: Lang, outcomes: &BTreeMap<String, FixOutcomes
                                     pre { code data-lang=[f.code_lang.as_deref()] { (code) } }
                                 }
                                 @if let Some(ver) = &f.versions { p.versions { (t(lang, "versions")) ": " (ver) } }
+                                @if let Some((o, cat)) = oomdoc_kb::outcomes::for_entry(&e.id).zip(e.fixes.iter().find(|x| x.id == f.id).map(|x| x.category.as_str())) {
+                                    p.public-measured data-category=(cat) { (t(lang, "this_kind_fixed")) " " (o.count(cat)) " / " (o.threads) " " (t(lang, "threads")) " (" code { (cat) } ")" }
+                                }
                                 @if !f.settings.is_empty() {
                                     p.settings { (t(lang, "settings")) ": " @for s in &f.settings { (setting(s, lang)) " " } }
                                 }
@@ -223,4 +240,11 @@ pub fn entry_page(e: &Entry, lang: Lang, outcomes: &BTreeMap<String, FixOutcomes
             }
         },
     )
+}
+
+/// An entry's public-thread outcomes, most threads first (ties by category id).
+fn public_order(o: &oomdoc_kb::outcomes::EntryOutcomes) -> Vec<(&str, &oomdoc_kb::outcomes::CategoryOutcome)> {
+    let mut v: Vec<_> = o.categories.iter().map(|(k, c)| (k.as_str(), c)).collect();
+    v.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
+    v
 }

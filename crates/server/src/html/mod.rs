@@ -75,6 +75,13 @@ pub fn t(lang: Lang, key: &'static str) -> &'static str {
         "read_without_log" => ("Read without a log; a diagnosis puts the log's numbers in place of:", "未结合日志阅读；诊断时会用日志中的数值替换："),
         "also_as" => ("Also as", "其他格式"),
         "measured" => ("Measured outcomes", "实测效果"),
+        "public_threads" => ("What fixed it in public threads", "公开讨论中是什么解决了它"),
+        "public_threads_note" => (
+            "Resolved public issues and discussions whose error oomdoc reads as this entry, by the kind of fix the thread says worked (tests/corpus/resolutions).",
+            "错误被 oomdoc 识别为本条目、且讨论中说明了解决方法的公开 issue 与讨论，按起作用的修复类别统计（tests/corpus/resolutions）。"
+        ),
+        "threads" => ("threads", "个讨论"),
+        "this_kind_fixed" => ("Fixes of this kind fixed", "此类修复解决了"),
         "no_reports" => ("No reports yet.", "暂无反馈。"),
         "worked" => ("This fix worked", "此方法有效"),
         "did_not_work" => ("It did not work", "此方法无效"),

@@ -1,6 +1,14 @@
 //! From a finding's numbers to the conditions and placeholder values the knowledge
 //! base is written against (vocabulary: `oomdoc_kb::CONDITIONS` and `PLACEHOLDERS`).
 //! Everything here is exact arithmetic on stated numbers; nothing is guessed.
+//!
+//! [`case`] reads the job around the failure (framework, workload, versions, OS,
+//! settings); [`context`] the exception, status and framework cues near the message;
+//! [`version`] compares releases and requirements.
+
+pub mod case;
+pub mod context;
+pub mod version;
 
 use crate::finding::{Finding, SizeKey};
 use oomdoc_kb::{Lang, Platform};
@@ -47,8 +55,9 @@ fn stated_gpu_memory_utilization(block: &str) -> Option<f64> {
 }
 
 /// Compute facts. `flags` are conditions the recognizers stated directly; `block`
-/// is the normalized text around the failure; `log_settings` the settings lines.
-pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str, expandable_set: bool) -> Facts {
+/// is the normalized text around the failure; `f.case` the case read from it and from
+/// the settings lines of the whole log.
+pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str) -> Facts {
     let mut x = Facts::default();
     for fl in flags {
         x.set(fl);
@@ -108,6 +117,21 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str, expanda
     if c.custom_call_target.is_some() {
         x.set("custom_call");
     }
+    // XLA names an instruction after its opcode (`fusion.12`, `convolution.3`): such a culprit
+    // is XLA's own op, not a kernel the user wrote. Any other name (`flash_attention.1`) with
+    // no custom-call target shown leaves it open.
+    let hlo_opcode = c.op.as_deref().map(|o| o.trim_start_matches('%')).map(|o| o.split('.').next().unwrap_or(o)).is_some_and(|stem| {
+        matches!(
+            stem,
+            "fusion" | "convolution" | "dot" | "reduce" | "reduce-window" | "select-and-scatter" | "copy" | "transpose" | "broadcast"
+                | "concatenate" | "slice" | "dynamic-slice" | "dynamic-update-slice" | "gather" | "scatter" | "sort" | "pad" | "reshape"
+                | "all-gather" | "all-reduce" | "reduce-scatter" | "all-to-all" | "collective-permute" | "while" | "conditional"
+                | "add" | "multiply" | "select" | "convert" | "iota" | "exponential" | "bitcast" | "copy-start" | "copy-done"
+        )
+    });
+    if !is_pallas && (hlo_opcode || c.custom_call_target.as_deref().is_some_and(|t| t != "tpu_custom_call")) {
+        x.set("xla_generated_op");
+    }
     // Listed allocations.
     let allocs = &c.allocations;
     if !allocs.is_empty() {
@@ -151,15 +175,10 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str, expanda
             x.set("f32_allocations");
         }
     }
-    // Frameworks and training.
-    for fw in crate::context::frameworks(block) {
-        x.set(&format!("framework_{fw}"));
-    }
-    if crate::context::shows_training(block) {
+    // Frameworks, workload, OS and stated settings (the case).
+    case_conditions(&f.case, &mut x);
+    if context::shows_training(block) {
         x.set("training");
-    }
-    if expandable_set {
-        x.set("expandable_segments_set");
     }
     if block.contains("XLA_PYTHON_CLIENT_ALLOCATOR=platform") || block.contains("XLA_PYTHON_CLIENT_ALLOCATOR='platform'") {
         x.set("xla_platform_allocator");
@@ -175,8 +194,51 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str, expanda
         Some("vmem") => x.set("space_vmem"),
         _ => {}
     }
+    // Windows refuses an allocation at the commit limit (RAM plus page file), which the
+    // page file's size sets: for host memory there, raising it is a fix the case singles out.
+    if f.case.os.as_deref() == Some("windows") && (f.memory_space.as_deref() == Some("host") || f.id.starts_with("host.")) {
+        x.set("windows_commit_limit");
+    }
     family_facts(f, &mut x, block);
     x
+}
+
+/// Conditions from the case: what the job is, so advice that does not fit it is not shown.
+fn case_conditions(case: &case::Case, x: &mut Facts) {
+    for fw in &case.frameworks {
+        x.set(&format!("framework_{}", fw.replace('.', "_")));
+    }
+    match case.workload.as_deref() {
+        Some("training") => x.set("training"),
+        Some("serving") => {
+            x.set("serving");
+            x.set("inference");
+        }
+        Some("inference") => x.set("inference"),
+        Some("data") => x.set("data_job"),
+        _ => {}
+    }
+    if let Some(os) = &case.os {
+        x.set(&format!("os_{os}"));
+    }
+    if let Some(limit) = &case.memory_limit {
+        x.set(&format!("memory_limit_{limit}"));
+    }
+    for api in ["jax", "pytorch", "tensorflow"] {
+        if case.allows_api(api) {
+            x.set(&format!("{api}_api_ok"));
+        }
+    }
+    if case.has("directml") {
+        x.set("directml");
+    }
+    let alloc_conf = case.settings.iter().find(|(k, _)| k.starts_with("PYTORCH_") && k.ends_with("ALLOC_CONF"));
+    if let Some((_, v)) = alloc_conf {
+        x.set("alloc_conf_set");
+        if v.replace(' ', "").to_ascii_lowercase().contains("expandable_segments:true") {
+            x.set("expandable_segments_set");
+        }
+    }
 }
 
 fn size_key(name: &str) -> Option<SizeKey> {
@@ -206,42 +268,7 @@ fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
             _ => "PYTORCH_CUDA_ALLOC_CONF",
         };
         x.var("alloc_conf_var", var);
-        let cached_free = s.reserved_unallocated.or_else(|| s.reserved.zip(s.allocated).map(|(r, a)| r.saturating_sub(a)));
-        if let (Some(cf), Some(req)) = (cached_free, s.requested) {
-            if cf >= req {
-                x.set("fragmentation");
-            }
-        }
-        // Expandable segments can map driver-free memory and free cached pages into one
-        // range: the request can succeed when the two together cover it.
-        if let (Some(cf), Some(free), Some(req)) = (cached_free, s.free, s.requested) {
-            if cf.saturating_add(free) >= req {
-                x.set("free_plus_cached_covers");
-            }
-        }
-        if let (Some(req), Some(total)) = (s.requested, s.total) {
-            if req > total {
-                x.set("request_exceeds_capacity");
-            }
-        }
-        if let (Some(total), Some(free)) = (s.total, s.free) {
-            let ours_pytorch = s.allocated.map(|a| a + s.reserved_unallocated.unwrap_or(0)).or(s.reserved);
-            let busy = total.saturating_sub(free);
-            let others = match s.used {
-                Some(used) => Some(busy.saturating_sub(used)),
-                None => ours_pytorch.map(|p| busy.saturating_sub(p)),
-            };
-            if let Some(o) = others {
-                x.var("others_h", format_bytes(o));
-                let threshold = s.requested.unwrap_or(0).max(total / 10);
-                if o >= threshold && o > 0 {
-                    x.set("other_processes");
-                }
-            }
-            if let (Some(used), Some(p)) = (s.used, ours_pytorch) {
-                x.var("outside_h", format_bytes(used.saturating_sub(p)));
-            }
-        }
+        pytorch_allocator(f, x);
     }
     // TPU runtime: free but not contiguous.
     if id == "tpu.runtime-buffer" {
@@ -274,7 +301,9 @@ fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
     if matches!(id, "tpu.scoped-vmem" | "tpu.vmem-program" | "tpu.allocation-exceeds-memory") && f.memory_space.as_deref() == Some("vmem") {
         let need = s.used.or(s.requested);
         if let Some(need) = need {
-            let covered = need.div_ceil(MIB).max(1) * MIB;
+            // Headroom: the compiler's real need grows with spills and temporaries, so the
+            // suggested limit is the need plus a quarter, rounded up to a MiB (never the need itself).
+            let covered = (need + need / 4).div_ceil(MIB).max(1) * MIB;
             x.var("vmem_limit_bytes", covered.to_string());
             x.var("vmem_limit_mib", (covered / MIB).to_string());
             // jax's docstring: the flag's N KiB must be strictly above vmem_limit_bytes. The
@@ -283,7 +312,14 @@ fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
             // this log states, and so never lowers the limit in effect.
             let above_limit = s.limit.map_or(0, |l| l.div_ceil(MIB) * 1024 + 1024);
             x.var("scoped_vmem_limit_kib", (covered / 1024 + 1024).max(above_limit).to_string());
-            let chips = crate::hardware::tpu_chips_for_scoped_limit(s.limit);
+            // E1001's limit is a scoped default (16/32 MiB) that names the chips; the Y of
+            // "Used X of Y vmem" is the VMEM limit in effect (a kernel's vmem_limit_bytes or
+            // the scoped default), which raising lifts only on a chip with more VMEM than Y.
+            let chips = if id == "tpu.vmem-program" {
+                s.limit.map(crate::hardware::tpu_chips_with_vmem_above).unwrap_or_default()
+            } else {
+                crate::hardware::tpu_chips_for_scoped_limit(s.limit)
+            };
             // The chip is not named in the log: the fix can work if it fits on at least one
             // chip whose default limit matches (flag range: up to physical VMEM − 1 MiB).
             if let Some(max_vmem) = chips.iter().map(|c| c.1).max() {
@@ -307,6 +343,9 @@ fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
                 x.var("gpu_family", fam);
             }
             if let Some(req) = s.requested {
+                if req > crate::hardware::largest_shared_per_block() {
+                    x.set("exceeds_every_gpu");
+                }
                 if req > limit {
                     x.var("smem_over", (req - limit).to_string());
                     x.var("stages_hint", stages_hint(req, limit));
@@ -377,10 +416,18 @@ fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
     if id == "tgi.warmup-oom" {
         if let Some(n) = detail_u64("prefill_tokens") {
             x.var("prefill_tokens", n.to_string());
-            x.var("prefill_tokens_fit", (n / 2).max(1).to_string());
+            // Half of one token is no budget: then the prefill budget is not what to lower.
+            if n >= 2 {
+                x.var("prefill_tokens_fit", (n / 2).to_string());
+            }
         }
         if let Some(n) = detail_u64("total_tokens") {
             x.var("total_tokens", n.to_string());
+            // The router's check names max_total_tokens alone: that budget, not the
+            // prefill batch, is the one too large.
+            if detail_u64("prefill_tokens").is_none() {
+                x.set("total_tokens_failed");
+            }
         }
     }
     if id == "tensorflow.oom-tensor" {
@@ -409,6 +456,101 @@ fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
             if let Some(v) = f.details.get(d).and_then(|v| v.as_u64()) {
                 x.var(k, v.to_string());
             }
+        }
+    }
+}
+
+/// PyTorch's caching allocator (CUDA, ROCm, XPU, NPU): fragmentation, and memory held
+/// outside the allocator, from the message's numbers in every generation's format.
+///
+/// Before raising, `DeviceCachingAllocator::malloc` frees cached blocks large enough for
+/// the request and retries, then frees every cached block that is not split and retries
+/// again (pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp@001074d2, `malloc`:
+/// `release_available_cached_blocks`, `release_cached_blocks`; the comment above the
+/// message: "the only remaining cached memory is split from a larger block that is
+/// partially in-use"). So the reserved-but-unallocated memory in the message is the
+/// free tails of live segments, and some of it is always there. It explains the failure
+/// (fragmentation) only when it covers the request and is a material part of the device
+/// (a tenth of it, or twice the request and a twentieth of it): below that, even a
+/// perfect allocator leaves the job at the edge of the card, and the fix that holds is a
+/// smaller working set; that case is `fragmentation_possible`, hedged, not `fragmentation`.
+fn pytorch_allocator(f: &Finding, x: &mut Facts) {
+    let s = &f.sizes;
+    // "cached" (<= 1.3) is reserved-but-unallocated; 1.4-2.0 print "reserved in total".
+    let cached_free = s.reserved_unallocated.or_else(|| s.reserved.zip(s.allocated).map(|(r, a)| r.saturating_sub(a)));
+    // What PyTorch's allocator holds on the device: reserved in total (1.4-2.0), else
+    // allocated plus reserved-but-unallocated (<= 1.3 and >= 2.1).
+    let pytorch_held = s.reserved.or_else(|| s.allocated.map(|a| a + s.reserved_unallocated.unwrap_or(0)));
+    let device = s.total.or_else(|| pytorch_held.map(|p| p + s.free.unwrap_or(0)));
+    let material = |bytes: u64| device.is_some_and(|d| bytes.saturating_mul(10) >= d);
+    if let Some(cf) = cached_free {
+        x.var("cached_free_h", format_bytes(cf));
+    }
+    // Slack of at least twice the request and a twentieth of the device also counts: it
+    // still holds the request with as much again to spare.
+    let material_for = |cf: u64, req: u64| material(cf) || (cf >= req.saturating_mul(2) && device.is_some_and(|d| cf.saturating_mul(20) >= d));
+    if let (Some(cf), Some(req)) = (cached_free, s.requested) {
+        if cf >= req {
+            if material_for(cf, req) {
+                x.set("fragmentation");
+            } else {
+                x.set("fragmentation_possible");
+            }
+        }
+    }
+    // Expandable segments can map driver-free memory and free cached pages into one
+    // range: the request can succeed when the two together cover it (and they are more
+    // than a sliver of the device, as above).
+    if let (Some(cf), Some(free), Some(req)) = (cached_free, s.free, s.requested) {
+        if free < req && cf < req && cf.saturating_add(free) >= req && material(cf.saturating_add(free)) {
+            x.set("free_plus_cached_covers");
+        }
+    }
+    if let (Some(req), Some(total)) = (s.requested, s.total) {
+        if req > total {
+            x.set("request_exceeds_capacity");
+        }
+    }
+    // An "allowed" cap at the device's whole capacity is no cap (a fraction of 1.0).
+    if s.limit.zip(s.total).is_some_and(|(l, t)| l >= t) {
+        x.conditions.remove("memory_fraction_cap");
+    }
+    if let Some(total) = s.total {
+        x.var("device_total_h", format_bytes(total));
+        // Cards of 4 GiB or less: the CUDA context and a display take a large share.
+        if total <= 4 << 30 {
+            x.set("small_device");
+        }
+    }
+    let Some((total, free)) = s.total.zip(s.free) else { return };
+    let busy = total.saturating_sub(free);
+    let threshold = s.requested.unwrap_or(0).max(total / 10);
+    // Other processes: only what the message's process lines state ("Process N has X
+    // memory in use"); this process's own line reads "this process has X" (`used`).
+    let processes: u64 = f
+        .details
+        .get("processes")
+        .and_then(|p| p.as_array())
+        .map(|list| list.iter().filter_map(|p| p.get("bytes").and_then(|b| b.as_u64())).sum())
+        .unwrap_or(0);
+    if processes > 0 {
+        x.var("others_h", format_bytes(processes));
+        if processes >= threshold {
+            x.set("other_processes");
+        }
+    }
+    if let Some(held) = pytorch_held {
+        let elsewhere = busy.saturating_sub(held);
+        x.var("elsewhere_h", format_bytes(elsewhere));
+        if let Some(used) = s.used {
+            x.var("outside_h", format_bytes(used.saturating_sub(held)));
+        }
+        // Held on the device but not by this allocator, and no process lines to say by
+        // whom: this process's CUDA context and libraries, other processes, a display.
+        // The context and a display alone take a sizeable share of a card, so only a fifth
+        // of the device or more (and at least the request) is called out.
+        if processes == 0 && elsewhere >= s.requested.unwrap_or(0).max(total / 5) && elsewhere > 0 {
+            x.set("held_outside_allocator");
         }
     }
 }

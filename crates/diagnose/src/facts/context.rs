@@ -10,7 +10,6 @@ grammar!(fw_tf, r"tensorflow|ResourceExhaustedError|\bkeras|tf\.|report_tensor_a
 grammar!(fw_torch, r"\btorch\.|/torch/|torch\._|OutOfMemoryError: CUDA|Tried to allocate|THCudaCheck|PYTORCH_");
 grammar!(exception, r"(?P<e>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|OutOfResources|UnfilteredStackTrace))\s*:");
 grammar!(status, r"\b(?P<s>RESOURCE_EXHAUSTED|INTERNAL|UNKNOWN|INVALID_ARGUMENT|UNIMPLEMENTED|FAILED_PRECONDITION|Resource exhausted)\b");
-grammar!(expandable_set, r"PYTORCH_(?:CUDA|HIP)_ALLOC_CONF\s*[=:]\s*['\x22]?[^\s'\x22]*expandable_segments:\s*True");
 grammar!(training, r"jvp\(|transpose\(jvp|backward|/grad|autograd|\.grad\b|value_and_grad");
 
 /// Frameworks whose traces appear in a text, most specific first.
@@ -77,16 +76,6 @@ pub fn status_near(t: &str, at: usize) -> Option<String> {
         } else {
             s.to_string()
         }
-    })
-}
-
-/// True when the text shows the allocator configured with expandable segments
-/// (not merely PyTorch's own hint suggesting it).
-pub fn shows_expandable_segments(t: &str) -> bool {
-    expandable_set().find_iter(t).any(|m| {
-        let before = &t[..m.start()];
-        let tail: String = before.chars().rev().take(24).collect::<String>().chars().rev().collect();
-        !tail.contains("try setting")
     })
 }
 

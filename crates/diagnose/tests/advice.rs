@@ -1,0 +1,136 @@
+//! Advice that fits the case, on real messages whose fix is known (each from a public
+//! thread, quoted verbatim; the resolution corpus `tests/corpus/resolutions/` holds them
+//! with the resolution). One test per pattern of issue 20.
+
+use oomdoc_diagnose::{diagnose_text, Finding, Options};
+
+fn first(text: &str) -> Finding {
+    let r = diagnose_text(text, &Options::default());
+    r.findings.iter().find(|f| f.first_fatal).or(r.findings.first()).cloned().expect("a finding")
+}
+
+fn fix_ids(f: &Finding) -> Vec<&str> {
+    f.fixes.iter().map(|x| x.id.as_str()).collect()
+}
+
+fn categories(f: &Finding) -> Vec<&str> {
+    f.fixes.iter().map(|x| x.category.as_str()).collect()
+}
+
+/// https://github.com/mkocabas/EpipolarPose/issues/6 — fixed by a smaller batch. 551 MiB
+/// cached (under a tenth of the 7.93 GiB card) against a 512 MiB request after the
+/// allocator's own free-and-retry is a shortage; the message format (`cached)`) predates
+/// expandable segments (PyTorch 2.1).
+#[test]
+fn small_slack_on_a_full_card_is_a_shortage_and_old_formats_get_no_expandable_segments() {
+    let f = first("RuntimeError: CUDA out of memory. Tried to allocate 512.00 MiB (GPU 0; 7.93 GiB total capacity; 6.19 GiB already allocated; 340.00 MiB free; 551.04 MiB cached)");
+    assert_eq!(f.case.versions["torch"].below.as_deref(), Some("1.4"));
+    assert_eq!(categories(&f).first(), Some(&"smaller-working-set"), "{:?}", fix_ids(&f));
+    assert!(!f.fixes.iter().any(|x| x.code.as_deref().unwrap_or("").contains("expandable_segments")), "{:?}", fix_ids(&f));
+    assert_eq!(f.cause_confidence.as_deref(), Some("hedged"));
+    assert!(f.cause.as_deref().unwrap().starts_with("The device is full"), "{:?}", f.cause);
+}
+
+/// https://github.com/nanoporetech/dorado/issues/653 — a second process held the GPU. The
+/// 1.4-2.0 format states `reserved in total` (132 MiB): the other 11 GiB in use are not
+/// PyTorch's, and with no process lines the cause says it cannot tell whose.
+#[test]
+fn reserved_in_total_counts_in_the_held_elsewhere_arithmetic() {
+    let f = first("[2024-02-27 12:39:17.453] [warning] Caught Torch error 'CUDA out of memory. Tried to allocate 1.02 GiB (GPU 0; 11.76 GiB total capacity; 89.90 MiB already allocated; 612.12 MiB free; 132.00 MiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF', clearing CUDA cache and retrying.");
+    let cause = f.cause.as_deref().unwrap();
+    assert!(cause.contains("not held by PyTorch's allocator") && cause.contains("cannot say whose"), "{cause}");
+    assert!(!cause.contains("Process N"), "no process lines, no process claims: {cause}");
+    assert_eq!(categories(&f).first(), Some(&"release-other-memory"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/Comfy-Org/ComfyUI/issues/3278 — cudaMallocAsync's table. Its
+/// "PyTorch limit" of 17179869184.00 GiB (2^34 GiB) is the unset default: no cap.
+#[test]
+fn malloc_async_default_limit_is_no_cap() {
+    let f = first("torch.cuda.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of memory)\nCurrently allocated     : 21.55 GiB\nRequested               : 952.00 MiB\nDevice limit            : 24.00 GiB\nFree (according to CUDA): 0 bytes\nPyTorch limit (set by user-supplied memory fraction)\n                        : 17179869184.00 GiB\n");
+    assert_eq!((f.sizes.requested, f.sizes.total, f.sizes.free, f.sizes.limit), (Some(952 << 20), Some(24 << 30), Some(0), None));
+    assert!(!categories(&f).contains(&"raise-limit"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/huggingface/text-generation-inference/issues/866 — `allowed` equal to
+/// the capacity is a fraction of 1.0, not a cap; the log is TGI's, which serves.
+#[test]
+fn allowed_at_full_capacity_is_no_cap() {
+    let f = first("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 128.00 MiB (GPU 0; 15.77 GiB total capacity; 15.37 GiB already allocated; 13.62 MiB free; 15.77 GiB allowed; 15.40 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF\n rank=0\nError: ShardCannotStart\n2023-08-17T10:23:27.032737Z ERROR text_generation_launcher: Shard 0 failed to start");
+    assert!(!fix_ids(&f).contains(&"raise-memory-fraction"), "{:?}", fix_ids(&f));
+    assert!(f.case.has("tgi") && f.case.inference(), "{:?}", f.case);
+    assert!(!fix_ids(&f).contains(&"smaller-batch") && !fix_ids(&f).contains(&"activation-checkpointing"), "training fixes for a server: {:?}", fix_ids(&f));
+}
+
+/// https://github.com/jax-ml/jax/issues/38988 — fixed by raising the Pallas kernel's
+/// vmem_limit_bytes from 64 MB to 128 MB: Y in "Used X of Y vmem" is the limit in effect.
+#[test]
+fn vmem_used_of_y_is_a_limit_and_raising_it_is_a_fix_with_headroom() {
+    let f = first("RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in\nmemory space vmem. Used 65.05M of 64.00M vmem. Exceeded vmem capacity by 1.05M");
+    assert_eq!(f.id, "tpu.vmem-program");
+    let raise = f.fixes.iter().find(|x| x.id == "raise-kernel-vmem-limit").expect("raising the limit is a fix");
+    // 65.05 MiB need + a quarter = 81.3 MiB -> 82 MiB, never the rounded need (66 MiB).
+    assert!(raise.code.as_deref().unwrap().contains(&(82u64 << 20).to_string()), "{:?}", raise.code);
+    assert!(!f.dead_ends.iter().any(|d| d.id == "raise-scoped-limit"), "not a dead end here");
+}
+
+/// https://github.com/vllm-project/tpu-inference/pull/3407 — the ViT flash-attention Pallas
+/// kernel, fixed by vmem_limit_bytes. The pasted message elides the custom-call target, so
+/// the op is not called XLA's own (a compiler bug).
+#[test]
+fn a_kernel_not_shown_to_be_xla_is_not_called_a_compiler_bug() {
+    let f = first("CompileTimeScopedVmemOom: Ran out of memory in memory space vmem ... for\n%flash_attention.1 = bf16[1,16,25344,80] ... Scoped allocation with size\n37.22M and limit 32.00M exceeded scoped vmem limit by 5.22M.");
+    assert!(!fix_ids(&f).contains(&"file-xla-bug"), "{:?}", fix_ids(&f));
+    assert!(categories(&f).iter().take(3).any(|c| *c == "raise-limit"), "{:?}", fix_ids(&f));
+    assert!(!f.dead_ends.iter().any(|d| d.id == "vmem-limit-bytes-on-xla-op"));
+    assert_eq!(f.cause_confidence.as_deref(), Some("hedged"));
+}
+
+/// https://github.com/pytorch/pytorch/issues/175250 — 327768 bytes per block is more than
+/// any GPU offers: no "tuned for A100/H100, use a bigger GPU" advice; example configs say so.
+#[test]
+fn a_need_beyond_every_gpu_gets_no_bigger_gpu_advice_and_configs_are_marked_examples() {
+    let f = first("torch._inductor.exc.InductorError: RuntimeError: No valid triton configs. \nOutOfMemoryError: out of resource: triton_per_fused_add_div_expand_mul_pow_slice_split_sum_view_7\nRequired: 327768 Hardware limit:232448 Reducing block sizes or `num_stages` may help.");
+    assert!(!fix_ids(&f).contains(&"bigger-smem-gpu"), "{:?}", fix_ids(&f));
+    for x in &f.fixes {
+        if let Some(code) = &x.code {
+            if code.contains("BLOCK_M") && !code.contains("def ") {
+                assert!(code.contains("example sizes"), "{}: {code}", x.id);
+            }
+        }
+    }
+}
+
+/// https://github.com/w-okada/voice-changer/issues/471 — a macOS kill: no Linux `dmesg`.
+#[test]
+fn no_dmesg_on_macos() {
+    let f = first("/Users/alex/Downloads/MMVCServerSIO_mac_onnxcpu-nocuda_v.1.5.3.9a/startHttps.command: line 33: 22631 Killed: 9               PYTORCH_ENABLE_MPS_FALLBACK=1 MMVCServerSIO.app/Contents/MacOS/MMVCServerSIO --https on -p 18888");
+    assert_eq!(f.case.os.as_deref(), Some("macos"));
+    assert!(!f.fixes.iter().any(|x| x.code.as_deref().unwrap_or("").contains("dmesg")), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/googlecolab/colabtools/issues/5126 — PyTorch/XLA on a TPU v2-8
+/// ("Bad StatusOr access"): no JAX APIs (donate_argnums, jax.live_arrays, NamedSharding).
+#[test]
+fn no_jax_api_for_a_pytorch_xla_job() {
+    let f = first("RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate 129.50M. That was not possible. There are 78.17M free.; (0x0x0_HBM0)");
+    assert!(f.case.has("torch_xla"), "{:?}", f.case);
+    for x in &f.fixes {
+        let code = x.code.as_deref().unwrap_or("");
+        assert!(!code.contains("jax.") && !code.contains("donate_argnums") && !code.contains("NamedSharding"), "{}: {code}", x.id);
+    }
+}
+
+/// Every fix shown with public-thread evidence carries its count, and the finding the links.
+#[test]
+fn measured_outcomes_come_with_counts_and_links() {
+    let f = first("RuntimeError: CUDA out of memory. Tried to allocate 512.00 MiB (GPU 0; 7.93 GiB total capacity; 6.19 GiB already allocated; 340.00 MiB free; 551.04 MiB cached)");
+    if let Some(o) = &f.outcomes {
+        assert!(o.threads > 0);
+        for c in &o.categories {
+            assert_eq!(c.links.len() as u64, c.count, "{}", c.category);
+            assert!(c.links.iter().all(|l| l.starts_with("https://")));
+        }
+        assert!(f.fixes.iter().all(|x| x.measured.is_some_and(|m| m.threads == o.threads)));
+    }
+}
