@@ -5,8 +5,11 @@ from typing import List, Optional, Tuple, Union
 
 __version__: str
 
-def diagnose_text(text: str, lang: str = "en", facts: Optional[str] = None, color: bool = False) -> Tuple[str, str, str]:
-    """(JSON report, text rendering, Markdown rendering) of a log held in memory."""
+def diagnose_text(
+    text: str, lang: str = "en", facts: Optional[str] = None, color: bool = False, snapshot: Optional[Union[str, PathLike[str]]] = None
+) -> Tuple[str, str, str]:
+    """(JSON report, text rendering, Markdown rendering) of a log held in memory; with
+    ``snapshot`` (a PyTorch memory snapshot), PyTorch findings get its call sites live at the OOM."""
 
 def diagnose_file(path: Union[str, PathLike[str]], lang: str = "en", facts: Optional[str] = None, color: bool = False) -> Tuple[str, str, str]:
     """Same for a log file, streamed. Raises OSError when unreadable."""

@@ -11,7 +11,7 @@ import threading
 import traceback
 from typing import Any, Dict, List, Optional
 
-from . import _core
+from . import _core, _record
 
 # Exception classes that are memory errors by name, whatever their text says.
 _MEMORY_TYPES = {
@@ -144,8 +144,18 @@ def _exception_text(exc: BaseException) -> str:
 
 def _diagnose(exc: BaseException, *, lang: str = "en", color: bool = False):
     facts = live_facts()
-    j, text, md = _core.diagnose_text(_exception_text(exc), lang, _core_facts(facts), color)
+    snapshot = _record.last_snapshot()
+    try:
+        j, text, md = _core.diagnose_text(_exception_text(exc), lang, _core_facts(facts), color, snapshot)
+    except (OSError, ValueError):
+        # An unreadable snapshot never costs the diagnosis of the message itself.
+        snapshot = None
+        j, text, md = _core.diagnose_text(_exception_text(exc), lang, _core_facts(facts), color)
+    if snapshot:
+        text += f"  snapshot: {snapshot} (oomdoc memory {snapshot})\n"
     report = json.loads(j)
+    if snapshot:
+        report["snapshot"] = snapshot
     report["exception"] = {
         "type": _qualname(exc),
         "message": str(exc),
@@ -264,11 +274,18 @@ def _ipython_shell():  # type: ignore[no-untyped-def]
     return None
 
 
-def install() -> None:
+def install(*, record: bool = False, max_entries: int = 100_000, snapshot_dir: Optional[str] = None) -> None:
     """Diagnose uncaught memory errors: after Python's traceback, the diagnosis on stderr
     (colour on a terminal, ``NO_COLOR`` respected); exit status unchanged. Hooks
     ``sys.excepthook``, ``threading.excepthook`` and, under IPython, the shell's custom
-    exception handler. Calling it again does nothing."""
+    exception handler. Calling it again does nothing.
+
+    ``record=True`` (off by default; needs PyTorch with CUDA) also records PyTorch's
+    allocation history (at most ``max_entries`` events) and dumps a memory snapshot to
+    ``snapshot_dir`` when a device runs out of memory; the diagnosis then lists the call
+    sites that held the memory at the failure (:mod:`oomdoc._record`)."""
+    if record:
+        _record.record(max_entries=max_entries, directory=snapshot_dir)
     with _lock:
         if _state.get("installed"):
             return

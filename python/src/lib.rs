@@ -32,10 +32,16 @@ fn rendered(report: &oomdoc_diagnose::Report, l: Lang, color: bool) -> (String, 
 }
 
 /// Diagnose a log held in memory: (JSON contract, text rendering, Markdown rendering).
+/// With `snapshot` (a PyTorch memory snapshot's path), PyTorch findings get what was
+/// live at its OOM, by call site (`oomdoc diagnose --snapshot`).
 #[pyfunction]
-#[pyo3(signature = (text, lang="en", facts=None, color=false))]
-fn diagnose_text(py: Python<'_>, text: &str, lang: &str, facts: Option<&str>, color: bool) -> PyResult<(String, String, String)> {
-    let opts = options(lang, facts)?;
+#[pyo3(signature = (text, lang="en", facts=None, color=false, snapshot=None))]
+fn diagnose_text(py: Python<'_>, text: &str, lang: &str, facts: Option<&str>, color: bool, snapshot: Option<std::path::PathBuf>) -> PyResult<(String, String, String)> {
+    let mut opts = options(lang, facts)?;
+    if let Some(path) = snapshot {
+        let input = py.allow_threads(|| oomdoc_diagnose::snapshot::SnapshotInput::load(&path)).map_err(PyValueError::new_err)?;
+        opts.snapshot = Some(std::sync::Arc::new(input));
+    }
     let l = opts.lang;
     let text = text.to_owned();
     Ok(py.allow_threads(move || {

@@ -237,3 +237,42 @@ def test_ipython_handler_registration():
     finally:
         del sys.modules["IPython"]
         oomdoc.uninstall()
+
+
+SNAPSHOTS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "fixtures", "pytorch-snapshots")
+
+
+def test_record_needs_pytorch_with_cuda():
+    # No GPU here (and usually no torch): a clear error, nothing installed half-way.
+    try:
+        import torch
+
+        has_cuda = torch.cuda.is_available()
+    except ImportError:
+        has_cuda = False
+    if has_cuda:
+        pytest.skip("a CUDA device is present: recording would really start")
+    with pytest.raises(RuntimeError, match="record=True needs"):
+        oomdoc.install(record=True)
+    assert not oomdoc.installed()
+    with pytest.raises(ValueError):
+        oomdoc._record.record(max_entries=0)
+
+
+def test_a_dumped_snapshot_names_the_call_sites_in_the_diagnosis(monkeypatch):
+    snap = os.path.abspath(os.path.join(SNAPSHOTS, "g4-compile-context-expandable-3gpu-OOM.pickle"))
+    assert os.path.isfile(snap), f"{snap} is missing (the shared/ fixtures)"
+    # What the OOM observer leaves behind: the path of the snapshot it dumped.
+    monkeypatch.setitem(oomdoc._record._state, "last", snap)
+    exc = RuntimeError("CUDA out of memory. Tried to allocate 4.94 GiB. GPU 1 has a total capacity of 79.25 GiB of which 91.25 MiB is free.")
+    report, text, _ = _hook._diagnose(exc)
+    assert report["snapshot"] == snap
+    memory = report["findings"][0]["memory"]
+    assert memory["live_at"] == "oom" and memory["device"] == 1
+    assert memory["top_call_sites"][0]["call_site"].endswith("models.py:174:update_nodes")
+    assert "x12 live at the OOM: train/models.py:174:update_nodes" in text
+    assert f"snapshot: {snap}" in text
+    # An unreadable snapshot: the message's diagnosis alone, never an error.
+    monkeypatch.setitem(oomdoc._record._state, "last", __file__)
+    report, _, _ = _hook._diagnose(exc)
+    assert "snapshot" not in report and report["findings"]

@@ -21,6 +21,7 @@ pub mod anchor_search;
 pub mod dump;
 pub mod facts;
 pub use facts::context;
+pub mod snapshot;
 pub mod finding;
 pub mod hardware;
 pub mod multi;
@@ -52,6 +53,9 @@ pub struct Options {
     pub lang: Lang,
     /// An XLA dump directory (`--xla_dump_to`): attach the failing module's memory at its peak.
     pub dump: Option<std::path::PathBuf>,
+    /// A PyTorch CUDA memory snapshot, read once: attach what was live at its OOM (or
+    /// peak), by call site, to each PyTorch memory finding.
+    pub snapshot: Option<std::sync::Arc<snapshot::SnapshotInput>>,
     /// Threads for the literal search of one log: 0 = every core. Callers that
     /// diagnose many logs at once give each 1 and run the logs in parallel.
     pub threads: usize,
@@ -188,6 +192,12 @@ impl Collector {
                 // The dump may add the buffers at the peak, which the facts then count.
                 if let Some(dir) = &opts.dump {
                     dump::attach(f, dir);
+                }
+                if let Some(snap) = &opts.snapshot {
+                    if f.framework.is_none() {
+                        f.framework = context::frameworks(&p.block_text).first().map(|s| s.to_string());
+                    }
+                    snapshot::attach(f, snap);
                 }
                 // The case reads the block and the settings lines kept for the whole log.
                 f.case = if settings.is_empty() {

@@ -33,6 +33,10 @@ pub enum MemoryError {
     #[error("{}: too large to analyse: {what} would need {needed} {}, over the limit of {limit} (at most {} bytes of memory per input byte, or the configured limit)", path.display(), if *records { "records" } else { "bytes of memory" }, crate::MAX_BYTES_PER_INPUT_BYTE)]
     TooLarge { path: PathBuf, what: String, limit: u64, needed: u64, records: bool },
 
+    /// A PyTorch memory snapshot that cannot be read (refused opcode, truncation, wrong shape).
+    #[error("{}: {message}", path.display())]
+    Snapshot { path: PathBuf, message: String },
+
     #[error("{}: no profile run `{run}`; runs there: {}", path.display(), available.join(", "))]
     NoRun { path: PathBuf, run: String, available: Vec<String> },
 

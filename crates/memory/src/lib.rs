@@ -27,6 +27,7 @@ pub mod loader;
 pub mod model;
 pub mod profile;
 pub mod proto;
+pub mod pytorch;
 pub mod render;
 pub mod replay;
 pub mod report;

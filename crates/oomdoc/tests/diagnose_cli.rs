@@ -176,3 +176,37 @@ fn dump_attaches_the_failing_modules_memory() {
     assert_eq!(code, 2);
     assert!(err.contains("--dump /nonexistent"));
 }
+
+/// The real 3-GPU snapshot whose device 1 ran out of memory, with the first line of
+/// PyTorch's OOM message written from the snapshot's own `oom` entry (its author
+/// published the snapshot, not the log): 4.94 GiB requested on GPU 1, 91.25 MiB free.
+#[test]
+fn snapshot_attaches_the_call_sites_live_at_the_oom() {
+    let snap = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/pytorch-snapshots/g4-compile-context-expandable-3gpu-OOM.pickle");
+    assert!(snap.is_file(), "{} is missing (shared/ fixtures)", snap.display());
+    let log = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.94 GiB. GPU 1 has a total capacity of 79.25 GiB of which 91.25 MiB is free.\n";
+    let (code, out, err) = oomdoc(&["diagnose", "-", "--snapshot", snap.to_str().unwrap(), "--format", "json"], Some(log));
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let f = &v["findings"][0];
+    let m = &f["memory"];
+    assert_eq!(m["device"], 1);
+    assert_eq!(m["live_at"], "oom");
+    assert_eq!(m["oom"]["requested_bytes"], 5_308_694_528u64);
+    assert_eq!(m["request_matches_log"], true);
+    assert!(m["top_call_sites"][0]["call_site"].as_str().unwrap().ends_with("models.py:174:update_nodes"));
+    assert!(f["culprit"]["allocations"][0]["source"].as_str().unwrap().ends_with("models.py:174:update_nodes"));
+    // Text: the first three call sites under the finding.
+    let (_, text, _) = oomdoc(&["diagnose", "-", "--snapshot", snap.to_str().unwrap()], Some(log));
+    assert!(text.contains("x12 live at the OOM: train/models.py:174:update_nodes"), "{text}");
+    // GPU 0 named: that device's peak, and the request is not this snapshot's.
+    let log0 = log.replace("GPU 1", "GPU 0");
+    let (_, out, _) = oomdoc(&["diagnose", "-", "--snapshot", snap.to_str().unwrap(), "--format", "json"], Some(&log0));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["findings"][0]["memory"]["device"], 0);
+    assert_eq!(v["findings"][0]["memory"]["live_at"], "peak");
+    // Not a snapshot: a usage error naming the file.
+    let (code, _, err) = oomdoc(&["diagnose", "-", "--snapshot", "Cargo.toml"], Some(log));
+    assert_eq!(code, 2);
+    assert!(err.contains("not a PyTorch memory snapshot"), "{err}");
+}

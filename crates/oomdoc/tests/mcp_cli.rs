@@ -100,7 +100,7 @@ fn session_lists_and_calls_every_tool() {
 
     let tools = s.request("tools/list", json!({}))["result"]["tools"].clone();
     let names: Vec<&str> = tools.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["diagnose", "explain", "plan_pallas", "plan_triton", "memory"]);
+    assert_eq!(names, ["diagnose", "explain", "plan_pallas", "plan_triton", "memory", "memory_snapshot"]);
     for t in tools.as_array().unwrap() {
         assert_eq!(t["inputSchema"]["type"], "object", "{t}");
         assert!(!t["description"].as_str().unwrap().is_empty());
@@ -156,6 +156,15 @@ fn session_lists_and_calls_every_tool() {
     assert_eq!(r["isError"], false, "{r}");
     assert_eq!(r["structuredContent"]["modules"][0]["name"], "jit_mlp_train_step");
     assert!(text_of(&r).contains("jit_mlp_train_step"));
+
+    // memory_snapshot, on the real OOM snapshot in the workspace's shared fixtures
+    let snap: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/pytorch-snapshots/g4-compile-context-expandable-3gpu-OOM.pickle");
+    let r = s.call("memory_snapshot", json!({ "snapshot": snap.to_str().unwrap(), "top": 3 }));
+    assert_eq!(r["isError"], false, "{r}");
+    let d1 = &r["structuredContent"]["devices"][1];
+    assert_eq!(d1["oom"]["requested_bytes"], 5_308_694_528u64);
+    assert_eq!(d1["top_call_sites"].as_array().unwrap().len(), 3);
+    assert!(text_of(&r).contains("OUT OF MEMORY at trace entry 421"));
 }
 
 #[test]
@@ -176,6 +185,9 @@ fn errors_follow_the_protocol() {
     assert_eq!(r["isError"], true);
     let r = s.call("memory", json!({ "dump": "/nonexistent/dump", "extra": 1 }));
     assert_eq!(r["isError"], true);
+    let r = s.call("memory_snapshot", json!({ "snapshot": "Cargo.toml" }));
+    assert_eq!(r["isError"], true);
+    assert!(text_of(&r).contains("not a PyTorch memory snapshot"));
     // Unknown method, then a parse error: the session goes on.
     assert_eq!(s.request("resources/list", json!({}))["error"]["code"], -32601);
     s.send_raw("{not json");
@@ -217,7 +229,7 @@ async def main():
         async with ClientSession(r, w) as s:
             await s.initialize()
             names = [t.name for t in (await s.list_tools()).tools]
-            assert names == ["diagnose", "explain", "plan_pallas", "plan_triton", "memory"], names
+            assert names == ["diagnose", "explain", "plan_pallas", "plan_triton", "memory", "memory_snapshot"], names
             res = await s.call_tool("diagnose", {"text": sys.argv[2]})
             assert not res.isError if hasattr(res, "isError") else not res.is_error
             sc = res.structuredContent if hasattr(res, "structuredContent") else res.structured_content

@@ -260,3 +260,88 @@ fn truncated_text_dump_warns_and_compressed_proto_is_read() {
     assert!(stderr(&o).contains("-buffer-assignment.txt:") && stderr(&o).contains("middle of this line"), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn snapshot_fixture(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/pytorch-snapshots");
+    assert!(dir.is_dir(), "{} is missing: the PyTorch snapshot fixtures live in the workspace's shared/ directory", dir.display());
+    dir.join(name)
+}
+
+#[test]
+fn pytorch_snapshot_text_names_the_oom_and_the_lines_that_held_the_memory() {
+    let path = snapshot_fixture("g4-compile-context-expandable-3gpu-OOM.pickle");
+    let o = oomdoc(&["memory", path.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("OUT OF MEMORY at trace entry 421: requested 4.94 GiB (5,308,694,528 B), 91.25 MiB free on the device"), "{out}");
+    assert!(out.contains("live just before the OOM (trace entry 421): 78.29 GiB in 111 allocations"), "{out}");
+    assert!(out.contains("x12    train/models.py:174:update_nodes"), "{out}");
+    assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "control characters in the report");
+    // --stacks prints each site's full stack.
+    let o = oomdoc(&["memory", path.to_str().unwrap(), "--stacks", "--top", "1"]);
+    let out = stdout(&o);
+    assert!(out.lines().filter(|l| l.starts_with("        ")).count() > 10, "{out}");
+}
+
+#[test]
+fn pytorch_snapshot_json_follows_the_contract() {
+    let path = snapshot_fixture("g4-compile-context-expandable-3gpu-OOM.pickle");
+    let o = oomdoc(&["memory", path.to_str().unwrap(), "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["kind"], "pytorch-snapshot");
+    assert_eq!(v["generation"], "G4 (2.8-2.9)");
+    assert_eq!(v["allocator_settings"]["expandable_segments"], "True");
+    let devices = v["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 3);
+    for d in devices {
+        for key in [
+            "device", "segments", "blocks", "reserved_bytes", "allocated_bytes", "active_bytes", "requested_bytes", "trace_entries", "peak_bytes", "peak_event", "peak_time_us", "oom", "live_at", "live_bytes",
+            "live_count", "top_call_sites", "largest_allocations", "fragmentation", "timeline",
+        ] {
+            assert!(d.get(key).is_some(), "device key {key} missing");
+        }
+    }
+    assert!(devices[0]["oom"].is_null());
+    let d1 = &devices[1];
+    assert_eq!(d1["peak_bytes"], 84_063_351_764u64);
+    assert_eq!(d1["live_at"], "oom");
+    let oom = &d1["oom"];
+    assert_eq!(oom["requested_bytes"], 5_308_694_528u64);
+    assert_eq!(oom["device_free_bytes"], 95_682_560u64);
+    assert!(oom["call_site"].as_str().unwrap().ends_with("models.py:181:update_nodes"));
+    let top = &d1["top_call_sites"][0];
+    assert!(top["call_site"].as_str().unwrap().ends_with("models.py:174:update_nodes"));
+    assert_eq!(top["count"], 12);
+    assert!(top["stack"].as_array().unwrap().len() > 5);
+    for key in ["reserved_free_bytes", "internal_bytes", "largest_free_block_bytes", "expandable_segments", "pools", "segments_most_free"] {
+        assert!(d1["fragmentation"].get(key).is_some(), "fragmentation key {key} missing");
+    }
+    // A snapshot without an oom entry: `oom` is null and the live set is the peak's.
+    let o = oomdoc(&["memory", snapshot_fixture("g5-user-metadata-windows.pickle").to_str().unwrap(), "-f", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["devices"][0]["oom"].is_null());
+    assert_eq!(v["devices"][0]["live_at"], "peak");
+}
+
+#[test]
+fn pytorch_snapshot_html_and_detection_by_content() {
+    let dir = std::env::temp_dir().join(format!("oomdoc-snap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Named like nothing in particular: recognised by its content.
+    let renamed = dir.join("memory-dump.bin");
+    std::fs::copy(snapshot_fixture("g2-time_us.pickle"), &renamed).unwrap();
+    let html = dir.join("report.html");
+    let o = oomdoc(&["memory", renamed.to_str().unwrap(), "--format", "html", "-o", html.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>") && page.contains("<svg") && page.contains("Live memory over the trace"), "{}", &page[..200.min(page.len())]);
+    assert!(!page.contains("<script") && !page.contains("http://") && !page.contains("https://"));
+    // A truncated snapshot: one line, exit 2.
+    let cut = dir.join("cut.pickle");
+    std::fs::write(&cut, &std::fs::read(&renamed).unwrap()[..5000]).unwrap();
+    let o = oomdoc(&["memory", cut.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("the pickle ends early"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

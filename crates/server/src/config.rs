@@ -24,8 +24,8 @@ impl Default for Limits {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub addr: SocketAddr,
-    /// The SQLite file (created and migrated on start).
-    pub db_path: PathBuf,
+    /// Where the data lives (`--db`): a SQLite file or a PostgreSQL URL; created and migrated on start.
+    pub db: crate::store::Location,
     pub limits: Limits,
     /// Analysis memory budget, archive caps, connections, upload rate, temp dir.
     pub resources: crate::limits::ResourceLimits,
@@ -41,13 +41,17 @@ pub struct Config {
     pub origin_policy: crate::csrf::OriginPolicy,
     /// Quota and retention of opted-in logs ([`crate::retention`]).
     pub log_store: crate::retention::LogStorePolicy,
+    /// Per-client rules for feedback (duplicates, reports per hour).
+    pub feedback: crate::store::FeedbackPolicy,
+    /// The team's reports (`/team`, `/api/v1/fleet`, `GET /api/v1/reports`) need a token too.
+    pub require_token_for_reads: bool,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Config {
             addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            db_path: PathBuf::from("oomdoc.sqlite3"),
+            db: crate::store::Location::Sqlite(PathBuf::from("oomdoc.sqlite3")),
             limits: Limits::default(),
             resources: crate::limits::ResourceLimits::default(),
             request_timeout: Duration::from_secs(30),
@@ -56,6 +60,8 @@ impl Default for Config {
             access_log: false,
             origin_policy: Default::default(),
             log_store: Default::default(),
+            feedback: Default::default(),
+            require_token_for_reads: false,
         }
     }
 }

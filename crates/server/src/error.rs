@@ -24,6 +24,8 @@ pub enum AppError {
     BadRequest(String),
     /// A cross-site request or a form without its anti-forgery token ([`crate::csrf`]).
     Forbidden(String),
+    /// No valid API token ([`crate::ingest::authenticate`]): 401 with `WWW-Authenticate: Bearer`.
+    Unauthorized(String),
     Unprocessable(String),
     TooLarge { what: &'static str, limit: usize },
     NotImplemented(String),
@@ -47,6 +49,7 @@ impl AppError {
             AppError::NotFound(_) => StatusCode::NOT_FOUND,
             AppError::BadRequest(_) => StatusCode::BAD_REQUEST,
             AppError::Forbidden(_) => StatusCode::FORBIDDEN,
+            AppError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             AppError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
@@ -56,9 +59,17 @@ impl AppError {
     }
 }
 
-impl From<crate::db::DbError> for AppError {
-    fn from(e: crate::db::DbError) -> Self {
-        AppError::Internal(e.0)
+impl From<crate::store::StoreError> for AppError {
+    fn from(e: crate::store::StoreError) -> Self {
+        use crate::store::StoreError as E;
+        let refuse = |status, message, retry_after| AppError::Refused(crate::limits::Refusal { status, message, retry_after });
+        match e {
+            E::Unavailable(m) => refuse(StatusCode::SERVICE_UNAVAILABLE, m, Some(5)),
+            E::Full(m) => refuse(StatusCode::INSUFFICIENT_STORAGE, m, Some(60)),
+            E::RateLimited { message, retry_after_secs } => refuse(StatusCode::TOO_MANY_REQUESTS, message, Some(retry_after_secs)),
+            E::Invalid(m) => AppError::Unprocessable(m),
+            E::Internal(m) => AppError::Internal(m),
+        }
     }
 }
 
@@ -116,6 +127,12 @@ impl IntoResponse for AppError {
             },
             AppError::Internal(detail) => {
                 ErrorInfo { message: "internal error; it has been logged".into(), internal: Some(detail) }
+            }
+            AppError::Unauthorized(m) => {
+                let mut resp = status.into_response();
+                resp.extensions_mut().insert(ErrorInfo { message: m, internal: None });
+                resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"oomdoc\""));
+                return resp;
             }
             AppError::NotFound(m)
             | AppError::BadRequest(m)
@@ -205,6 +222,7 @@ pub async fn request_context(access_log: bool, mut req: Request, next: Next) -> 
 async fn finish_error(resp: Response, id: &str, method: &axum::http::Method, path: &str, lang: Lang) -> Response {
     let status = resp.status();
     let allow = resp.headers().get(header::ALLOW).cloned();
+    let authenticate = resp.headers().get(header::WWW_AUTHENTICATE).cloned();
     let retry_after = resp.headers().get(header::RETRY_AFTER).cloned();
     let info = resp.extensions().get::<ErrorInfo>().cloned();
     let message = match info {
@@ -247,6 +265,9 @@ async fn finish_error(resp: Response, id: &str, method: &axum::http::Method, pat
     }
     if let Some(retry_after) = retry_after {
         out.headers_mut().insert(header::RETRY_AFTER, retry_after);
+    }
+    if let Some(v) = authenticate {
+        out.headers_mut().insert(header::WWW_AUTHENTICATE, v);
     }
     out.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     out

@@ -1,7 +1,7 @@
 //! Validating a feedback report before it is stored.
 
 use crate::{
-    db::{Feedback, Outcome},
+    store::{Feedback, Outcome},
     error::AppError,
 };
 use oomdoc_kb::KnowledgeBase;
@@ -23,6 +23,10 @@ pub struct FeedbackRequest {
     pub version: Option<String>,
     #[serde(default)]
     pub note: Option<String>,
+    /// A client-chosen id (e.g. a UUID) that makes the post idempotent: the same id
+    /// again, through any replica, is answered with the first report and not counted twice.
+    #[serde(default)]
+    pub report_id: Option<String>,
 }
 
 const SHORT_FIELD_CHARS: usize = 100;
@@ -45,7 +49,9 @@ fn optional(name: &str, v: Option<String>, max_chars: usize) -> Result<Option<St
 
 impl FeedbackRequest {
     /// The report must name a fix the knowledge base has; outcomes are one of two words.
-    pub fn validate(self, kb: &KnowledgeBase) -> Result<Feedback, AppError> {
+    /// Returns the report and its `report_id`.
+    pub fn validate(self, kb: &KnowledgeBase) -> Result<(Feedback, Option<String>), AppError> {
+        let report_id = optional("report_id", self.report_id, crate::store::MAX_ID_CHARS)?;
         let entry = kb
             .by_id(self.entry.trim())
             .ok_or_else(|| AppError::Unprocessable(format!("no knowledge-base entry `{}`", self.entry.trim())))?;
@@ -61,7 +67,7 @@ impl FeedbackRequest {
         let outcome = Outcome::parse(self.outcome.trim()).ok_or_else(|| {
             AppError::Unprocessable("`outcome` must be \"worked\" or \"did-not-work\"".to_string())
         })?;
-        Ok(Feedback {
+        Ok((Feedback {
             entry: entry.id.clone(),
             fix: fix.to_string(),
             outcome,
@@ -69,6 +75,6 @@ impl FeedbackRequest {
             hardware: optional("hardware", self.hardware, SHORT_FIELD_CHARS)?,
             version: optional("version", self.version, SHORT_FIELD_CHARS)?,
             note: optional("note", self.note, NOTE_CHARS)?,
-        })
+        }, report_id))
     }
 }

@@ -1,5 +1,6 @@
 //! `oomdoc serve`: the web UI and JSON API over the oomdoc libraries, with the
-//! measured fix rates kept in one SQLite file.
+//! measured fix rates and the team's ingested job failures kept in one store
+//! ([`store`]: an embedded SQLite file, or PostgreSQL shared by several replicas).
 //!
 //! - [`serve`] runs the server until SIGTERM / Ctrl-C (what `oomdoc serve` calls);
 //! - [`BackgroundServer`] runs it on a thread (tests, benchmark);
@@ -8,22 +9,24 @@
 
 pub mod config;
 pub mod csrf;
-pub mod db;
 pub mod engines;
 pub mod error;
 pub mod feedback;
 pub mod html;
 pub mod kb_query;
 pub mod retention;
+pub mod ingest;
+pub mod fleet;
 pub mod routes;
 pub mod stats;
 pub mod limits;
+pub mod store;
 pub mod tempdir;
 
 pub use config::{Config, Limits};
 pub use engines::Engines;
 
-use db::{Db, Feedback, FixOutcomes};
+use store::{Feedback, FeedbackMeta, FeedbackSaved, FixOutcomes, Store};
 use error::AppError;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::Value;
@@ -33,12 +36,43 @@ use tower::ServiceExt;
 /// The OpenAPI 3.1 description of `/api/v1`, served at `/api/v1/openapi.json`.
 pub const OPENAPI: &str = include_str!("openapi.json");
 
+/// The connection's remote address, put in every request's extensions by [`run`].
+#[derive(Debug, Clone, Copy)]
+pub struct PeerAddr(pub SocketAddr);
+
+/// The client's address for the per-client feedback rules: the connection's peer, or,
+/// with `--trust-forwarded-host` (behind a proxy), the address the proxy appended last
+/// to `X-Forwarded-For`.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub Option<std::net::IpAddr>);
+
+impl axum::extract::FromRequestParts<Arc<AppState>> for ClientAddr {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &Arc<AppState>) -> Result<Self, Self::Rejection> {
+        if state.config.origin_policy.trust_forwarded_host {
+            let forwarded = parts
+                .headers
+                .get_all("x-forwarded-for")
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .flat_map(|v| v.split(','))
+                .filter_map(|a| a.trim().parse().ok())
+                .next_back();
+            if forwarded.is_some() {
+                return Ok(ClientAddr(forwarded));
+            }
+        }
+        Ok(ClientAddr(parts.extensions.get::<PeerAddr>().map(|p| p.0.ip())))
+    }
+}
+
 /// How long shutdown waits for requests in flight.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 pub struct AppState {
     pub config: Config,
-    pub db: Db,
+    pub db: Arc<dyn Store>,
     pub engines: Engines,
     /// Analyses running at once: beyond a few per core they only queue and hold memory
     /// (a 16 MiB log each), so later requests wait here instead.
@@ -48,9 +82,9 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn open(config: Config, engines: Engines) -> Result<Arc<AppState>, String> {
-        let db = Db::open(&config.db_path).map_err(|e| e.to_string())?;
-        retention::sweep(&db, &config.log_store).map_err(|e| e.to_string())?;
+    pub async fn open(config: Config, engines: Engines) -> Result<Arc<AppState>, String> {
+        let db = store::open(&config.db).await.map_err(|e| format!("database {}: {e}", config.db))?;
+        retention::sweep(&*db, &config.log_store).await.map_err(|e| e.to_string())?;
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         let analysis_slots = Arc::new(tokio::sync::Semaphore::new(2 * cores));
         let budget = limits::MemoryBudget::new(config.resources.analysis_memory_bytes);
@@ -58,15 +92,6 @@ impl AppState {
             eprintln!("oomdoc serve: removed {} left by a server that is gone", dir.display());
         }
         Ok(Arc::new(AppState { config, db, engines, analysis_slots, budget }))
-    }
-
-    /// Run SQLite work off the async workers (a commit waits for fsync).
-    async fn with_db<T: Send + 'static>(
-        self: &Arc<Self>,
-        f: impl FnOnce(&Db) -> Result<T, db::DbError> + Send + 'static,
-    ) -> Result<T, AppError> {
-        let state = self.clone();
-        Ok(tokio::task::spawn_blocking(move || f(&state.db)).await??)
     }
 
     /// Run an analysis engine on the blocking pool, a bounded number at a time.
@@ -113,7 +138,7 @@ impl AppState {
             let policy = self.config.log_store.clone();
             // The largest log the quota can hold (each log also counts its row).
             let limit = policy.max_bytes.map_or(u64::MAX, |m| m.saturating_sub(retention::ROW_OVERHEAD));
-            if self.with_db(move |db| db.store_log(&log, &policy)).await?.is_none() {
+            if self.db.store_log(log, &policy).await?.is_none() {
                 return Err(AppError::TooLarge {
                     what: "the log to keep (store_log=1; without it the log is diagnosed and not kept)",
                     limit: limit.try_into().unwrap_or(usize::MAX),
@@ -124,7 +149,7 @@ impl AppState {
     }
 
     pub async fn outcomes(self: &Arc<Self>, entry: String) -> Result<BTreeMap<String, FixOutcomes>, AppError> {
-        self.with_db(move |db| db.outcomes(&entry)).await
+        Ok(self.db.outcomes(&entry).await?)
     }
 
     pub async fn outcomes_for(
@@ -133,12 +158,28 @@ impl AppState {
     ) -> Result<BTreeMap<String, BTreeMap<String, FixOutcomes>>, AppError> {
         entries.sort();
         entries.dedup();
-        self.with_db(move |db| entries.into_iter().map(|e| Ok((e.clone(), db.outcomes(&e)?))).collect()).await
+        let mut out = BTreeMap::new();
+        for e in entries {
+            let o = self.db.outcomes(&e).await?;
+            out.insert(e, o);
+        }
+        Ok(out)
     }
 
-    /// Returns once the report is committed (and fsynced).
-    pub async fn record_feedback(self: &Arc<Self>, report: Feedback) -> Result<i64, AppError> {
-        self.with_db(move |db| db.insert_feedback(&report)).await
+    /// Returns once the report is committed (and fsynced). `client`: the sender's address,
+    /// for the per-client rules; `report_id`: the client's idempotency key.
+    pub async fn record_feedback(
+        self: &Arc<Self>,
+        report: Feedback,
+        report_id: Option<String>,
+        client: Option<std::net::IpAddr>,
+    ) -> Result<FeedbackSaved, AppError> {
+        let meta = FeedbackMeta {
+            report_id,
+            client: client.map(|ip| store::client_key(&ip.to_string())),
+            policy: self.config.feedback,
+        };
+        Ok(self.db.record_feedback(&report, &meta).await?)
     }
 
     /// The memory report of an uploaded dump. `form`: the upload came from the page's
@@ -171,7 +212,7 @@ impl AppState {
     }
 
     pub async fn check_db(self: &Arc<Self>) -> Result<(), AppError> {
-        self.with_db(|db| db.check()).await
+        Ok(self.db.check().await?)
     }
 }
 
@@ -191,8 +232,8 @@ pub async fn run(
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
+                let (stream, peer) = match accepted {
+                    Ok(accepted) => accepted,
                     Err(e) => {
                         // Out of file descriptors and the like: wait instead of spinning.
                         eprintln!("oomdoc serve: accept: {e}");
@@ -209,7 +250,8 @@ pub async fn run(
                 let _ = stream.set_nodelay(true);
                 let (rate, grace) = (resources.min_upload_bytes_per_sec, resources.min_upload_grace);
                 let service = hyper_util::service::TowerToHyperService::new(app.clone().map_request(
-                    move |req: hyper::Request<hyper::body::Incoming>| {
+                    move |mut req: hyper::Request<hyper::body::Incoming>| {
+                        req.extensions_mut().insert(PeerAddr(peer));
                         req.map(|b| axum::body::Body::new(limits::MinRateBody::new(b, rate, grace)))
                     },
                 ));
@@ -270,13 +312,12 @@ async fn termination() {
 /// `oomdoc serve`: open and migrate the database, listen, serve until SIGTERM / Ctrl-C.
 pub fn serve(config: Config) -> Result<(), String> {
     let addr = config.addr;
-    let db_path = config.db_path.clone();
     let rt = runtime(config.workers).map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let state = AppState::open(config, Engines::default())?;
     rt.block_on(async move {
+        let state = AppState::open(config, Engines::default()).await?;
         let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
-        eprintln!("oomdoc serve: listening on http://{bound} (database {})", db_path.display());
+        eprintln!("oomdoc serve: listening on http://{bound} (database {}, {})", state.config.db, state.db.backend());
         run(listener, state, termination()).await.map_err(|e| e.to_string())?;
         eprintln!("oomdoc serve: stopped");
         Ok(())
@@ -295,7 +336,7 @@ impl BackgroundServer {
     pub fn start(config: Config, engines: Engines) -> Result<BackgroundServer, String> {
         let rt = runtime(config.workers).map_err(|e| e.to_string())?;
         let addr = config.addr;
-        let state = AppState::open(config, engines)?;
+        let state = rt.block_on(AppState::open(config, engines))?;
         let listener = rt
             .block_on(tokio::net::TcpListener::bind(addr))
             .map_err(|e| format!("cannot listen on {addr}: {e}"))?;

@@ -9,15 +9,18 @@
 //! - **Retention** (`--log-retention-days`): logs older than this are deleted at start
 //!   and then every [`LogStorePolicy::purge_every`] (one hour by default).
 //!
+//! Both stores keep this in one transaction (`store::sqlite`, `store::postgres`); on
+//! PostgreSQL the running total's row is locked first, so replicas storing at once
+//! evict in turn and the quota holds across them.
+//!
 //! SQLite reuses the pages of deleted rows, so the file stops growing at about the
 //! quota (plus feedback and page overhead); it does not shrink by itself
 //! (`sqlite3 FILE VACUUM` does that, offline).
 
 use crate::{
-    db::{Db, DbError},
+    store::{Store, StoreError},
     AppState,
 };
-use rusqlite::params;
 use std::{sync::Arc, time::Duration};
 
 pub const DAY: Duration = Duration::from_secs(24 * 3600);
@@ -55,74 +58,16 @@ pub struct Stored {
     pub evicted: u64,
 }
 
-impl Db {
-    /// Store a log within the quota, evicting the oldest logs if needed; one transaction,
-    /// committed (and fsynced) before returning. `None` when the log alone exceeds the quota.
-    pub fn store_log(&self, body: &[u8], policy: &LogStorePolicy) -> Result<Option<Stored>, DbError> {
-        let len = body.len() as u64;
-        let cost = len + ROW_OVERHEAD;
-        if policy.max_bytes.is_some_and(|max| cost > max) {
-            return Ok(None);
-        }
-        let mut conn = self.writer();
-        let tx = conn.transaction()?;
-        let mut evicted = 0u64;
-        if let Some(max) = policy.max_bytes {
-            // Maintained by triggers (migration 3): no scan of the table.
-            let (logs, bytes): (i64, i64) =
-                tx.query_row("SELECT logs, bytes FROM submitted_logs_total WHERE id = 1", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            let used = bytes.max(0) as u64 + logs.max(0) as u64 * ROW_OVERHEAD;
-            let mut excess = (used + cost).saturating_sub(max);
-            if excess > 0 {
-                let mut victims = Vec::new();
-                {
-                    let mut stmt = tx.prepare_cached("SELECT id, bytes FROM submitted_logs ORDER BY id")?;
-                    let mut rows = stmt.query([])?;
-                    while excess > 0 {
-                        let Some(row) = rows.next()? else { break };
-                        let (id, bytes): (i64, i64) = (row.get(0)?, row.get(1)?);
-                        victims.push(id);
-                        excess = excess.saturating_sub(bytes.max(0) as u64 + ROW_OVERHEAD);
-                    }
-                }
-                let mut del = tx.prepare_cached("DELETE FROM submitted_logs WHERE id = ?1")?;
-                for id in &victims {
-                    evicted += del.execute(params![id])? as u64;
-                }
-            }
-        }
-        tx.prepare_cached("INSERT INTO submitted_logs (bytes, body) VALUES (?1, ?2)")?
-            .execute(params![len as i64, body])?;
-        let id = tx.last_insert_rowid();
-        tx.commit()?;
-        Ok(Some(Stored { id, evicted }))
-    }
-
-    /// Delete stored logs older than `age`; returns how many.
-    pub fn purge_logs_older_than(&self, age: Duration) -> Result<u64, DbError> {
-        let conn = self.writer();
-        let n = conn
-            .prepare_cached("DELETE FROM submitted_logs WHERE created_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?1)")?
-            .execute(params![format!("-{} seconds", age.as_secs())])?;
-        Ok(n as u64)
-    }
-
-    /// Count and total bytes of the stored logs.
-    pub fn stored_logs(&self) -> Result<(u64, u64), DbError> {
-        let conn = self.writer();
-        let (n, bytes): (i64, i64) = conn.query_row(
-            "SELECT logs, bytes FROM submitted_logs_total WHERE id = 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
-        Ok((n as u64, bytes as u64))
-    }
+/// Bytes over the quota if a log of `len` bytes joined `logs` logs totalling `bytes`.
+pub fn excess(logs: i64, bytes: i64, len: u64, max: u64) -> u64 {
+    let used = bytes.max(0) as u64 + logs.max(0) as u64 * ROW_OVERHEAD;
+    (used + len + ROW_OVERHEAD).saturating_sub(max)
 }
 
 /// Apply the retention once (at start, and from [`spawn`]).
-pub fn sweep(db: &Db, policy: &LogStorePolicy) -> Result<u64, DbError> {
+pub async fn sweep(db: &dyn Store, policy: &LogStorePolicy) -> Result<u64, StoreError> {
     let Some(age) = policy.retention else { return Ok(0) };
-    let n = db.purge_logs_older_than(age)?;
+    let n = db.purge_logs_older_than(age).await?;
     if n > 0 {
         eprintln!(
             "oomdoc serve: deleted {n} stored log(s) older than {} day(s) (--log-retention-days)",
@@ -145,9 +90,7 @@ pub fn spawn(state: &Arc<AppState>) -> tokio::task::JoinHandle<()> {
         tick.tick().await; // the first tick is immediate; the start already swept
         loop {
             tick.tick().await;
-            let s = state.clone();
-            let done = tokio::task::spawn_blocking(move || sweep(&s.db, &s.config.log_store)).await;
-            if let Ok(Err(e)) = done {
+            if let Err(e) = sweep(&*state.db, &state.config.log_store).await {
                 eprintln!("oomdoc serve: log retention sweep failed: {e}");
             }
         }
@@ -169,56 +112,57 @@ mod tests {
     #[test]
     fn quota_evicts_the_oldest_and_refuses_a_log_larger_than_it() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(&dir.path().join("x.db")).unwrap();
+        let db = crate::store::sqlite::SqliteStore::open(&dir.path().join("x.db")).unwrap();
         // Each 300-byte log costs 300 + ROW_OVERHEAD; the quota holds three.
         let unit = 300 + ROW_OVERHEAD;
         let quota = 3 * unit;
         let p = policy(Some(quota));
         for i in 0..4 {
-            let s = db.store_log(&[b'a' + i as u8; 300], &p).unwrap().unwrap();
+            let s = db.store_log_now(&[b'a' + i as u8; 300], &p).unwrap().unwrap();
             assert_eq!(s.evicted, if i < 3 { 0 } else { 1 }, "log {i}");
         }
-        assert_eq!(db.stored_logs().unwrap(), (3, 900));
+        assert_eq!(db.stored_logs_now().unwrap(), (3, 900));
         // A log costing two units: two more of the oldest go.
         let two = vec![b'z'; (2 * unit - ROW_OVERHEAD) as usize];
-        assert_eq!(db.store_log(&two, &p).unwrap().unwrap().evicted, 2);
-        assert_eq!(db.stored_logs().unwrap(), (2, 300 + two.len() as u64));
+        assert_eq!(db.store_log_now(&two, &p).unwrap().unwrap().evicted, 2);
+        assert_eq!(db.stored_logs_now().unwrap(), (2, 300 + two.len() as u64));
         // Larger than the whole quota: refused, nothing evicted; exactly the quota: fits alone.
         let whole = vec![b'!'; (quota - ROW_OVERHEAD) as usize];
-        assert_eq!(db.store_log(&[whole.as_slice(), b"!"].concat(), &p).unwrap(), None);
-        assert_eq!(db.stored_logs().unwrap().0, 2);
-        assert_eq!(db.store_log(&whole, &p).unwrap().unwrap().evicted, 2);
-        assert_eq!(db.stored_logs().unwrap(), (1, whole.len() as u64));
+        assert_eq!(db.store_log_now(&[whole.as_slice(), b"!"].concat(), &p).unwrap(), None);
+        assert_eq!(db.stored_logs_now().unwrap().0, 2);
+        assert_eq!(db.store_log_now(&whole, &p).unwrap().unwrap().evicted, 2);
+        assert_eq!(db.stored_logs_now().unwrap(), (1, whole.len() as u64));
         // A flood of one-byte logs is held to the quota by the per-log overhead.
         for _ in 0..100 {
-            db.store_log(b"x", &p).unwrap().unwrap();
+            db.store_log_now(b"x", &p).unwrap().unwrap();
         }
-        let (n, bytes) = db.stored_logs().unwrap();
+        let (n, bytes) = db.stored_logs_now().unwrap();
         assert!(bytes + n * ROW_OVERHEAD <= quota && n == quota / (1 + ROW_OVERHEAD), "{n} logs, {bytes} bytes");
         // No quota: everything is kept.
-        db.store_log(&[0; 5000], &policy(None)).unwrap().unwrap();
-        assert_eq!(db.stored_logs().unwrap(), (n + 1, bytes + 5000));
+        db.store_log_now(&[0; 5000], &policy(None)).unwrap().unwrap();
+        assert_eq!(db.stored_logs_now().unwrap(), (n + 1, bytes + 5000));
     }
 
     #[test]
     fn retention_deletes_only_old_logs() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.db");
-        let db = Db::open(&path).unwrap();
-        db.store_log(b"new", &policy(None)).unwrap();
+        let db = crate::store::sqlite::SqliteStore::open(&path).unwrap();
+        db.store_log_now(b"new", &policy(None)).unwrap();
         let c = rusqlite::Connection::open(&path).unwrap();
         c.execute(
             "INSERT INTO submitted_logs (created_at, bytes, body) VALUES (strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-40 days'), 3, 'old')",
             [],
         )
         .unwrap();
-        assert_eq!(db.stored_logs().unwrap().0, 2);
+        assert_eq!(db.stored_logs_now().unwrap().0, 2);
         let p = LogStorePolicy {
             retention: Some(30 * DAY),
             ..policy(None)
         };
-        assert_eq!(sweep(&db, &p).unwrap(), 1);
-        assert_eq!(db.stored_logs().unwrap(), (1, 3));
-        assert_eq!(sweep(&db, &p).unwrap(), 0);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        assert_eq!(rt.block_on(sweep(&db, &p)).unwrap(), 1);
+        assert_eq!(db.stored_logs_now().unwrap(), (1, 3));
+        assert_eq!(rt.block_on(sweep(&db, &p)).unwrap(), 0);
     }
 }

@@ -231,3 +231,56 @@ fn paste_a_log_open_an_entry_in_both_languages_and_submit_feedback() {
     let r = o["fixes"].as_array().unwrap().iter().find(|f| f["fix"] == fix.as_str()).unwrap()["reports"].as_u64();
     assert_eq!(r, Some(2), "the cross-site post stored nothing");
 }
+
+/// Issue 24: the team page in a browser: totals, a filter typed into the form (the URL
+/// carries it, so the view can be shared), a drill-down link, and the CSV export of the
+/// same selection.
+#[test]
+fn team_page_filters_in_the_url_and_exports_the_selection() {
+    let Some(browser) = Browser::start() else { return };
+    let mut token = String::new();
+    let server = TestServer::start_with(Engines::default(), |c| {
+        token = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+            let s = oomdoc_server::store::open(&c.db).await.unwrap();
+            let secret = oomdoc_server::store::new_token_secret().unwrap();
+            s.create_token("browser", &oomdoc_server::store::token_hash(&secret)).await.unwrap();
+            secret
+        });
+    });
+    let log = include_str!("../../../examples/train.log");
+    let auth = format!("Bearer {token}");
+    for (job, cluster, host) in [("101", "a100-east", "n1"), ("102", "a100-east", "n2"), ("201", "h100-west", "n9")] {
+        let path = format!("/api/v1/reports?job_id={job}&cluster={cluster}&host={host}&version.torch=2.5.1");
+        let r = request(server.addr(), "POST", &path, &[("Authorization", &auth), ("Content-Type", "text/plain")], log.as_bytes());
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    let base = format!("http://{}", server.addr());
+    browser.goto(&format!("{base}/team"));
+    assert!(browser.text("#fleet-total").starts_with("3 failed jobs reported; 3 were memory failures"), "{}", browser.text("#fleet-total"));
+    assert!(browser.text("#by-entry").contains("pytorch.cuda-oom"));
+
+    // Filter by cluster through the form: the URL holds the filter.
+    browser.paste_into("#team-filter input[name='cluster']", "a100-east");
+    browser.click("#team-filter button[type='submit']");
+    browser.find("#fleet-total");
+    let url = browser.script("return location.href").as_str().unwrap().to_string();
+    assert!(url.contains("cluster=a100-east"), "{url}");
+    assert!(browser.text("#fleet-total").starts_with("2 failed jobs"), "{}", browser.text("#fleet-total"));
+    // Drill down to one host from the table; both filters stay in the URL.
+    browser.click("#by-host a[href*='host=n2']");
+    let url = browser.script("return location.href").as_str().unwrap().to_string();
+    assert!(url.contains("cluster=a100-east") && url.contains("host=n2"), "{url}");
+    assert!(browser.text("#fleet-total").starts_with("1 failed jobs"), "{}", browser.text("#fleet-total"));
+    // The same view opened afresh from its URL (shared with a colleague).
+    browser.goto(&url);
+    assert!(browser.text("#fleet-total").starts_with("1 failed jobs"));
+    // The CSV export of this selection.
+    let href = browser.script("return document.querySelector('#export-csv').href").as_str().unwrap().to_string();
+    assert!(href.contains("format=csv") && href.contains("host=n2"), "{href}");
+    let csv = browser.script(
+        "return fetch(document.querySelector('#export-csv').href).then(r => r.text());",
+    );
+    let csv = csv.as_str().unwrap();
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+    assert!(csv.contains(",102,a100-east,n2,"), "{csv}");
+}

@@ -326,7 +326,7 @@ fn logs_are_stored_only_when_the_box_is_ticked() {
     let columns: Vec<String> = db
         .prepare("SELECT name FROM pragma_table_info('feedback')").unwrap()
         .query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
-    assert_eq!(columns, ["id", "created_at", "entry", "fix", "outcome", "platform", "hardware", "version", "note"]);
+    assert_eq!(columns, ["id", "created_at", "entry", "fix", "outcome", "platform", "hardware", "version", "note", "report_id", "client"]);
 }
 
 #[test]
@@ -510,6 +510,9 @@ fn openapi_documents_every_api_route() {
         "/api/v1/plan",
         "/api/v1/feedback",
         "/api/v1/openapi.json",
+        "/api/v1/reports",
+        "/api/v1/reports/{id}",
+        "/api/v1/fleet",
         "/healthz",
     ] {
         assert!(paths.contains_key(p), "{p} is not documented");
@@ -869,12 +872,12 @@ fn stored_logs_have_a_quota_and_a_retention() {
         let c = rusqlite::Connection::open(&db_path).unwrap();
         c.query_row("SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM submitted_logs", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap()
     };
-    oomdoc_server::db::Db::open(&db_path).unwrap();
+    oomdoc_server::store::sqlite::SqliteStore::open(&db_path).unwrap();
     insert_old(10);
     insert_old(1);
     let policy = LogStorePolicy { max_bytes: Some(1000), retention: Some(5 * DAY), purge_every: std::time::Duration::from_millis(50) };
     let server = oomdoc_server::BackgroundServer::start(
-        oomdoc_server::Config { addr: "127.0.0.1:0".parse().unwrap(), db_path: db_path.clone(), log_store: policy, ..Default::default() },
+        oomdoc_server::Config { addr: "127.0.0.1:0".parse().unwrap(), db: oomdoc_server::store::Location::Sqlite(db_path.clone()), log_store: policy, ..Default::default() },
         fake_engines(),
     )
     .unwrap();

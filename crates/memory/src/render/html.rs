@@ -9,7 +9,7 @@ use crate::summary::ModuleListing;
 use oomdoc_units::format_bytes;
 use std::fmt::Write;
 
-const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d232a;max-width:1200px}
+pub(crate) const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d232a;max-width:1200px}
 h1{font-size:20px}h2{font-size:17px;margin-top:36px;border-bottom:1px solid #dde;padding-bottom:4px}
 h3{font-size:15px;margin:20px 0 6px}
 .cards{display:flex;flex-wrap:wrap;gap:10px;margin:10px 0}
@@ -24,7 +24,7 @@ code{font-size:12px;word-break:break-all}
 .Constant{background:#777}.Thread-local{background:#999}.Small{background:#aab}
 svg text{font-size:11px;fill:#556}.muted{color:#667}";
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -71,7 +71,7 @@ fn anchor(name: &str, id: Option<u64>) -> String {
     format!("m-{clean}-{}", id.unwrap_or(0))
 }
 
-fn card(s: &mut String, label: &str, bytes: u64) {
+pub(crate) fn card(s: &mut String, label: &str, bytes: u64) {
     let _ = write!(s, "<div class=card title=\"{} bytes\"><b>{}</b><span>{}</span></div>", thousands(bytes), format_bytes(bytes), esc(label));
 }
 
@@ -116,28 +116,78 @@ fn chart(s: &mut String, r: &ModuleReport, axis: &str) {
         s.push_str("<p class=muted>No temporaries: memory is constant over the program.</p>\n");
         return;
     }
+    let bytes: Vec<u64> = r.timeline.iter().map(|p| p.bytes).collect();
+    let unpadded: Vec<u64> = r.timeline.iter().map(|p| p.unpadded_bytes).collect();
+    let hover = |i: usize| {
+        let p = &r.timeline[i];
+        format!("{axis} {}: {}\n{} ({} B), unpadded {}", p.position, if p.instruction.is_empty() { "(end)" } else { &p.instruction }, format_bytes(p.bytes), thousands(p.bytes), format_bytes(p.unpadded_bytes))
+    };
+    let _ = write!(s, "<h3>Memory over program order</h3>");
+    timeline_svg(
+        s,
+        &Series {
+            bytes: &bytes,
+            dashed: Some((&unpadded, "unpadded")),
+            hover: &hover,
+            peak_index: r.peak_position as usize,
+            peak_bytes: r.peak_bytes,
+            peak_note: &format!("{axis} {} ({})", r.peak_position, r.peak_instruction),
+            axis,
+            floor: r.indefinite_bytes,
+            marks: &[],
+            end_label: None,
+        },
+    );
+    let _ = writeln!(s, "<p class=muted>Solid: bytes allocated (padded); dashed: unpadded. Hover for the instruction at each point. x axis: {axis}.</p>");
+}
+
+/// One memory-over-time chart: the XLA module timeline and the PyTorch trace replay.
+pub(crate) struct Series<'a> {
+    pub bytes: &'a [u64],
+    /// A second, dashed line and its name.
+    pub dashed: Option<(&'a [u64], &'a str)>,
+    /// Hover text of point `i` (the point shown for each column is its largest).
+    pub hover: &'a dyn Fn(usize) -> String,
+    /// Index into `bytes` of the peak.
+    pub peak_index: usize,
+    pub peak_bytes: u64,
+    pub peak_note: &'a str,
+    pub axis: &'a str,
+    /// The y axis starts just below this when it is over half the maximum (constant memory).
+    pub floor: u64,
+    /// Extra vertical marks: (index into `bytes`, label), e.g. an OOM.
+    pub marks: &'a [(usize, String)],
+    /// The x axis' end label, when the points are not the axis' own units (downsampled).
+    pub end_label: Option<&'a str>,
+}
+
+pub(crate) fn timeline_svg(s: &mut String, series: &Series<'_>) {
+    let bytes = series.bytes;
+    if bytes.is_empty() {
+        return;
+    }
     let (w, h, left, bottom, top) = (960.0f64, 280.0f64, 70.0f64, 30.0f64, 14.0f64);
     let plot_w = w - left - 10.0;
     let plot_h = h - bottom - top;
-    let bytes: Vec<u64> = r.timeline.iter().map(|p| p.bytes).collect();
-    let unpadded: Vec<u64> = r.timeline.iter().map(|p| p.unpadded_bytes).collect();
     let cols = 800usize;
-    let shown = downsample_max(&bytes, cols);
-    let shown_u = downsample_max(&unpadded, cols);
+    let shown = downsample_max(bytes, cols);
     let n = shown.len();
     let per_col = bytes.len() as f64 / n as f64;
     let max = (*shown.iter().max().unwrap_or(&1)).max(1) as f64;
-    let min = if r.indefinite_bytes as f64 > max * 0.5 { r.indefinite_bytes as f64 * 0.98 } else { 0.0 };
+    let min = if series.floor as f64 > max * 0.5 { series.floor as f64 * 0.98 } else { 0.0 };
     let span = (max - min).max(1.0);
     let x = |i: f64| left + if n > 1 { i * plot_w / (n - 1) as f64 } else { plot_w / 2.0 };
     let y = |v: f64| top + plot_h - (v - min) / span * plot_h;
-    let _ = write!(s, "<h3>Memory over program order</h3><svg viewBox=\"0 0 {w} {h}\" width=\"100%\" role=\"img\" aria-label=\"memory over {axis}\">");
+    let axis = series.axis;
+    let _ = write!(s, "<svg viewBox=\"0 0 {w} {h}\" width=\"100%\" role=\"img\" aria-label=\"memory over {axis}\">");
     for k in 0..=4 {
         let v = min + span * k as f64 / 4.0;
         let _ = write!(s, "<line x1=\"{left}\" x2=\"{}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#eef\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", w - 10.0, y(v), y(v), left - 4.0, y(v) + 4.0, format_bytes(v as u64));
     }
     let line = |vals: &[u64]| vals.iter().enumerate().map(|(i, &v)| format!("{:.1},{:.1}", x(i as f64), y(v as f64))).collect::<Vec<_>>().join(" ");
-    let _ = write!(s, "<polyline fill=\"none\" stroke=\"#9ab\" stroke-dasharray=\"4 3\" stroke-width=\"1.2\" points=\"{}\"><title>unpadded</title></polyline>", line(&shown_u));
+    if let Some((dashed, name)) = series.dashed {
+        let _ = write!(s, "<polyline fill=\"none\" stroke=\"#9ab\" stroke-dasharray=\"4 3\" stroke-width=\"1.2\" points=\"{}\"><title>{}</title></polyline>", line(&downsample_max(dashed, cols)), esc(name));
+    }
     let _ = write!(s, "<polyline fill=\"none\" stroke=\"#c9762b\" stroke-width=\"1.8\" points=\"{}\"/>", line(&shown));
     // Hover targets: one transparent column per point with its details.
     let col_w = (plot_w / n as f64).max(1.0);
@@ -145,33 +195,26 @@ fn chart(s: &mut String, r: &ModuleReport, axis: &str) {
         let first = (i as f64 * per_col) as usize;
         let last = (((i + 1) as f64 * per_col) as usize).max(first + 1).min(bytes.len());
         let best = (first..last).max_by_key(|&j| (bytes[j], std::cmp::Reverse(j))).unwrap_or(first);
-        let p = &r.timeline[best];
-        let _ = write!(
-            s,
-            "<rect x=\"{:.1}\" y=\"{top}\" width=\"{col_w:.1}\" height=\"{plot_h}\" fill=\"transparent\"><title>{axis} {}: {}\n{} ({} B), unpadded {}</title></rect>",
-            x(i as f64) - col_w / 2.0,
-            p.position,
-            esc(if p.instruction.is_empty() { "(end)" } else { &p.instruction }),
-            format_bytes(p.bytes),
-            thousands(p.bytes),
-            format_bytes(p.unpadded_bytes)
-        );
+        let _ = write!(s, "<rect x=\"{:.1}\" y=\"{top}\" width=\"{col_w:.1}\" height=\"{plot_h}\" fill=\"transparent\"><title>{}</title></rect>", x(i as f64) - col_w / 2.0, esc(&(series.hover)(best)));
     }
-    let pcol = ((r.peak_position as f64) / per_col).floor().min((n - 1) as f64);
-    let (px, py) = (x(pcol), y(r.peak_bytes as f64));
+    let col_of = |index: usize| ((index as f64) / per_col).floor().min((n - 1) as f64);
+    for (index, label) in series.marks {
+        let mx = x(col_of(*index));
+        let _ = write!(s, "<line x1=\"{mx:.1}\" x2=\"{mx:.1}\" y1=\"{top}\" y2=\"{}\" stroke=\"#7a1fa2\" stroke-width=\"1.5\"><title>{}</title></line><text x=\"{:.1}\" y=\"{}\" style=\"fill:#7a1fa2\">{}</text>", top + plot_h, esc(label), (mx + 4.0).min(w - 160.0), top + 24.0, esc(label));
+    }
+    let (px, py) = (x(col_of(series.peak_index)), y(series.peak_bytes as f64));
     let _ = write!(
         s,
-        "<line x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{top}\" y2=\"{}\" stroke=\"#d33\" stroke-dasharray=\"3 3\"/><circle cx=\"{px:.1}\" cy=\"{py:.1}\" r=\"4\" fill=\"#d33\"><title>peak {} at {axis} {} ({})</title></circle><text x=\"{:.1}\" y=\"{}\" fill=\"#d33\" style=\"fill:#d33\">peak {}</text>",
+        "<line x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{top}\" y2=\"{}\" stroke=\"#d33\" stroke-dasharray=\"3 3\"/><circle cx=\"{px:.1}\" cy=\"{py:.1}\" r=\"4\" fill=\"#d33\"><title>peak {} at {}</title></circle><text x=\"{:.1}\" y=\"{}\" fill=\"#d33\" style=\"fill:#d33\">peak {}</text>",
         top + plot_h,
-        format_bytes(r.peak_bytes),
-        r.peak_position,
-        esc(&r.peak_instruction),
+        format_bytes(series.peak_bytes),
+        esc(series.peak_note),
         (px + 6.0).min(w - 120.0),
         top + 10.0,
-        format_bytes(r.peak_bytes)
+        format_bytes(series.peak_bytes)
     );
-    let _ = write!(s, "<text x=\"{left}\" y=\"{}\">0</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{axis} {}</text></svg>\n", h - 8.0, w - 10.0, h - 8.0, bytes.len() - 1);
-    let _ = writeln!(s, "<p class=muted>Solid: bytes allocated (padded); dashed: unpadded. Hover for the instruction at each point. x axis: {axis}.</p>");
+    let end = series.end_label.map_or_else(|| format!("{axis} {}", bytes.len() - 1), str::to_string);
+    let _ = write!(s, "<text x=\"{left}\" y=\"{}\">0</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text></svg>\n", h - 8.0, w - 10.0, h - 8.0, esc(&end));
 }
 
 fn buffer_table(s: &mut String, r: &ModuleReport) {

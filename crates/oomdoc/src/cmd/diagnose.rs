@@ -51,6 +51,10 @@ pub struct DiagnoseArgs {
     /// to each finding that names a module.
     #[arg(long, value_name = "DIR")]
     pub dump: Option<PathBuf>,
+    /// PyTorch CUDA memory snapshot (`torch.cuda.memory._dump_snapshot()`): attach what
+    /// was live at its OOM (or peak), by the user's call site, to each PyTorch finding.
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Option<PathBuf>,
     /// Keep reading one log as it grows (like `tail -f`) and print each failure as soon as
     /// its message is complete (with --format json: one finding object per line). Ctrl-C stops.
     #[arg(long, short = 'f')]
@@ -58,6 +62,8 @@ pub struct DiagnoseArgs {
     /// Logs read at once (default: every core).
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
+    #[command(flatten)]
+    pub post: super::post::PostArgs,
 }
 
 pub fn parse_lang(s: &str) -> Result<Lang, String> {
@@ -101,8 +107,15 @@ pub fn run(args: DiagnoseArgs) -> Result<(), CliError> {
             return Err(CliError::usage(format!("--dump {}: no such file or directory", d.display())));
         }
     }
-    let opts = Options { lang: args.lang, dump: args.dump.clone(), ..Options::default() };
+    let snapshot = match &args.snapshot {
+        Some(p) => Some(std::sync::Arc::new(oomdoc_diagnose::snapshot::SnapshotInput::load(p).map_err(|e| CliError::usage(format!("--snapshot {e}")))?)),
+        None => None,
+    };
+    let opts = Options { lang: args.lang, dump: args.dump.clone(), snapshot, ..Options::default() };
     if args.follow {
+        if args.post.post.is_some() {
+            return Err(CliError::usage("--post sends one report; it does not work with --follow".to_string()));
+        }
         return follow(&args, &opts);
     }
     // One file or standard input: the single-log report, as always.
@@ -119,6 +132,10 @@ pub fn run(args: DiagnoseArgs) -> Result<(), CliError> {
     let mut stdout = io::stdout().lock();
     stdout.write_all(render_report(&report, &args).as_bytes())?;
     stdout.flush()?;
+    if args.post.post.is_some() {
+        let v = serde_json::to_value(&report).expect("report serializes");
+        eprintln!("{}", super::post::post_report(&args.post, &v, None));
+    }
     Ok(())
 }
 

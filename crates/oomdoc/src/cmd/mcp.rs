@@ -223,6 +223,21 @@ fn tools() -> Vec<Value> {
             },
             "outputSchema": { "type": "object", "properties": { "modules": { "type": "array", "items": { "type": "object" } } }, "required": ["modules"] }
         }),
+        json!({
+            "name": "memory_snapshot",
+            "title": "What held GPU memory in a PyTorch job",
+            "description": "From a PyTorch CUDA memory snapshot (torch.cuda.memory._dump_snapshot()): per device, reserved/allocated bytes, the peak over the trace, the OOM entry (requested and free bytes) and what was live at the OOM (or peak) grouped by the user's call site, with stacks; fragmentation. Same as `oomdoc memory SNAPSHOT.pickle --format json` (docs/memory.md). The pickle is read by oomdoc's own reader, which runs nothing.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "snapshot": { "type": "string", "description": "Snapshot pickle on this machine." },
+                    "top": { "type": "integer", "minimum": 1, "default": 10, "description": "Call sites and allocations listed per device." }
+                },
+                "required": ["snapshot"],
+                "additionalProperties": false
+            },
+            "outputSchema": { "type": "object", "properties": { "devices": { "type": "array", "items": { "type": "object" } } }, "required": ["devices"] }
+        }),
     ]
 }
 
@@ -268,6 +283,7 @@ fn call(name: &str, args: &Map<String, Value>) -> ToolResult {
         "plan_pallas" => tool_plan_pallas(args),
         "plan_triton" => tool_plan_triton(args),
         "memory" => tool_memory(args),
+        "memory_snapshot" => tool_memory_snapshot(args),
         other => Err(format!("unknown tool `{other}`")),
     }
 }
@@ -364,6 +380,20 @@ fn tool_plan_triton(args: &Map<String, Value>) -> ToolResult {
         }
     }
     Ok((text, to_value(&plan)?))
+}
+
+fn tool_memory_snapshot(args: &Map<String, Value>) -> ToolResult {
+    use oomdoc_memory::pytorch::{self, analysis::AnalysisOptions, render};
+    check_keys(args, &["snapshot", "top"])?;
+    let path = PathBuf::from(str_arg(args, "snapshot")?.ok_or("`snapshot` is required (a PyTorch memory snapshot pickle)")?);
+    if !pytorch::is_snapshot_file(&path) {
+        return Err(format!("`snapshot`: {}: not a PyTorch memory snapshot (a pickle from torch.cuda.memory._dump_snapshot())", path.display()));
+    }
+    let top = u64_arg(args, "top")?.unwrap_or(10).clamp(1, 1000) as usize;
+    let snap = pytorch::load_snapshot(&path, &Default::default()).map_err(|e| e.to_string())?;
+    let report = pytorch::analyze(&path, &snap, &AnalysisOptions { top, ..Default::default() });
+    let text = render::render_text(&report, &snap, &Default::default());
+    Ok((text, render::to_json(&report, &snap)))
 }
 
 fn tool_memory(args: &Map<String, Value>) -> ToolResult {

@@ -50,9 +50,13 @@ pub struct MemoryArgs {
     #[arg(long, value_name = "RUN")]
     pub run: Option<String>,
 
-    /// Buffers to list in the text report.
+    /// Buffers (XLA) or call sites and allocations (PyTorch snapshot) to list.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub top: usize,
+
+    /// PyTorch snapshot: print each call site's full stack in the text report.
+    #[arg(long)]
+    pub stacks: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -103,6 +107,12 @@ fn same_file(_: &std::fs::Metadata, _: &std::path::Path) -> bool {
 pub fn run(args: MemoryArgs) -> Result<(), CliError> {
     if let Some(out) = &args.output {
         refuse_overwriting_inputs(out, &args.paths)?;
+    }
+    if let [path] = args.paths.as_slice() {
+        // A PyTorch memory snapshot, recognised by its content (a pickle), not its name.
+        if oomdoc_memory::pytorch::is_snapshot_file(path) {
+            return run_snapshot(&args, path);
+        }
     }
     let source = match args.source {
         Source::Auto => SourcePreference::Auto,
@@ -181,4 +191,28 @@ pub fn run(args: MemoryArgs) -> Result<(), CliError> {
 
 fn no_module(first_error: Option<oomdoc_memory::MemoryError>) -> CliError {
     CliError::usage(first_error.map(|e| e.to_string()).unwrap_or_else(|| "no module could be analysed".into()))
+}
+
+/// `oomdoc memory SNAPSHOT.pickle`: a PyTorch CUDA memory snapshot.
+fn run_snapshot(args: &MemoryArgs, path: &std::path::Path) -> Result<(), CliError> {
+    use oomdoc_memory::pytorch::{self, analysis::AnalysisOptions, render};
+    if args.module.is_some() || args.all || args.list || args.run.is_some() {
+        return Err(CliError::usage(format!("{} is a PyTorch memory snapshot: --module, --all, --list and --run are for XLA dumps", path.display())));
+    }
+    let snap = pytorch::load_snapshot(path, &Default::default()).map_err(|e| CliError::usage(e.to_string()))?;
+    let report = pytorch::analyze(path, &snap, &AnalysisOptions { top: args.top, ..Default::default() });
+    let out = match args.format {
+        Format::Text => render::render_text(&report, &snap, &render::SnapshotTextOptions { stacks: args.stacks }),
+        Format::Json => render::render_json(&report, &snap),
+        Format::Html => render::render_html(&report, &snap),
+    };
+    match &args.output {
+        Some(out_path) => std::fs::write(out_path, out).map_err(|e| CliError::usage(format!("{}: {e}", out_path.display()))),
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(out.as_bytes())?;
+            stdout.flush()?;
+            Ok(())
+        }
+    }
 }

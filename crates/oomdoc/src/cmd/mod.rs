@@ -7,4 +7,5 @@ pub mod memory;
 pub mod plan;
 #[cfg(unix)]
 pub mod run;
+pub mod post;
 pub mod serve;

@@ -13,6 +13,8 @@
 //! - Exit status is the command's (a signal N gives 128+N, like a shell); a command that
 //!   cannot be started gives 127 and one line. SIGINT, SIGTERM, SIGHUP and SIGQUIT are
 //!   forwarded to the child's process group, and oomdoc waits for it.
+//! - `--post URL`: a failed command's report (the `--report` JSON) goes to a team server
+//!   ([`super::post`]), after the diagnosis; posting never changes the exit status.
 //! - Killed by SIGKILL (or exit status 137): the kernel's evidence is read where it is
 //!   readable — cgroup v2 `memory.events` `oom_kill` before and after, `memory.max` of the
 //!   cgroup and its parents, and `dmesg` when permitted — and a `host.oom-killer` finding
@@ -56,6 +58,8 @@ pub struct RunArgs {
     /// Colour in the diagnosis (auto: when stderr is a terminal and NO_COLOR is unset).
     #[arg(long, value_enum, default_value = "auto")]
     pub color: ColorChoice,
+    #[command(flatten)]
+    pub post: super::post::PostArgs,
     /// The command and its arguments, after `--`.
     #[arg(required = true, num_args = 1.., allow_hyphen_values = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -526,16 +530,16 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
     }
     let code = ended.shell_status();
     let mut note = None;
+    let mut v = serde_json::to_value(&report).expect("report serializes");
+    if let Some(o) = v.as_object_mut() {
+        o.insert("exit_status".into(), code.into());
+        o.insert("signal".into(), match ended {
+            Ended::Signaled(s) => s.into(),
+            _ => serde_json::Value::Null,
+        });
+        o.insert("seconds".into(), serde_json::json!((elapsed.as_secs_f64() * 1000.0).round() / 1000.0));
+    }
     if let Some(path) = &args.report {
-        let mut v = serde_json::to_value(&report).expect("report serializes");
-        if let Some(o) = v.as_object_mut() {
-            o.insert("exit_status".into(), code.into());
-            o.insert("signal".into(), match ended {
-                Ended::Signaled(s) => s.into(),
-                _ => serde_json::Value::Null,
-            });
-            o.insert("seconds".into(), serde_json::json!((elapsed.as_secs_f64() * 1000.0).round() / 1000.0));
-        }
         let text = serde_json::to_string_pretty(&v).expect("serializes") + "\n";
         if let Err(e) = std::fs::write(path, text) {
             note = Some(format!("cannot write the report {}: {e}", path.display()));
@@ -567,6 +571,10 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
     }
     if let Some(n) = note {
         eprintln!("oomdoc: {n}");
+    }
+    // A failed job reports itself to the team server; the exit status stays the job's.
+    if ended.failed() && !sigpipe_quiet && args.post.post.is_some() {
+        eprintln!("{}", super::post::post_report(&args.post, &v, Some(i64::from(code))));
     }
     if let Some((dir, false)) = &dump_dir {
         let _ = std::fs::remove_dir_all(dir);

@@ -1,21 +1,30 @@
 //! `oomdoc serve`: the web UI and JSON API (`oomdoc-server`); this file maps flags onto it.
 
 use crate::cli_error::CliError;
-use clap::Args;
-use oomdoc_server::{Config, Limits};
+use clap::{Args, Subcommand};
+use oomdoc_server::{
+    store::{FeedbackPolicy, Location},
+    Config, Limits,
+};
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct ServeArgs {
+    #[command(subcommand)]
+    pub action: Option<ServeAction>,
+
     /// Address to listen on. Keep the default loopback address and put a reverse
     /// proxy in front to serve a team (docs/serve.md).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     pub addr: SocketAddr,
 
-    /// SQLite database file for feedback reports (and logs users chose to share);
-    /// created and migrated on start.
-    #[arg(long, value_name = "PATH", default_value = "oomdoc.sqlite3")]
-    pub db: PathBuf,
+    /// Where feedback, shared logs and the team's job reports are kept: a SQLite file
+    /// (the default, no other service needed) or a PostgreSQL URL
+    /// (postgres://USER:PASSWORD@HOST/DB) that several replicas can share. Created and
+    /// migrated on start.
+    #[arg(long, value_name = "PATH|URL", default_value = "oomdoc.sqlite3", value_parser = Location::parse)]
+    pub db: Location,
 
     /// Largest log accepted, in MiB (larger requests get 413).
     #[arg(long, value_name = "MIB", default_value_t = 16)]
@@ -98,13 +107,99 @@ pub struct ServeArgs {
     /// (until the quota evicts them).
     #[arg(long, value_name = "DAYS", default_value_t = 30)]
     pub log_retention_days: u64,
+
+    /// Feedback reports one client address may have counted per hour (more get 429);
+    /// 0: no limit. The same report again within a day is counted once.
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    pub feedback_per_hour: u32,
+
+    /// The team's job reports (/team, GET /api/v1/reports, /api/v1/fleet) need an API
+    /// token too, not only posting them.
+    #[arg(long)]
+    pub require_token_for_reads: bool,
+}
+
+#[derive(Subcommand)]
+pub enum ServeAction {
+    /// API tokens for POST /api/v1/reports (and reads with --require-token-for-reads).
+    #[command(subcommand)]
+    Token(TokenAction),
+}
+
+#[derive(Subcommand)]
+pub enum TokenAction {
+    /// Create a token and print it once (only its SHA-256 is stored).
+    Create {
+        /// A name to list and revoke it by, e.g. slurm-epilog or cluster-a.
+        name: String,
+        #[arg(long, value_name = "PATH|URL", default_value = "oomdoc.sqlite3", value_parser = Location::parse)]
+        db: Location,
+    },
+    /// Revoke the live token with this name.
+    Revoke {
+        name: String,
+        #[arg(long, value_name = "PATH|URL", default_value = "oomdoc.sqlite3", value_parser = Location::parse)]
+        db: Location,
+    },
+    /// List tokens (names and dates; the secrets are not stored).
+    List {
+        #[arg(long, value_name = "PATH|URL", default_value = "oomdoc.sqlite3", value_parser = Location::parse)]
+        db: Location,
+    },
+}
+
+fn token(action: TokenAction) -> Result<(), CliError> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| CliError::usage(e.to_string()))?;
+    rt.block_on(async move {
+        let open = |db: Location| async move {
+            oomdoc_server::store::open(&db).await.map_err(|e| CliError::usage(format!("database {db}: {e}")))
+        };
+        match action {
+            TokenAction::Create { name, db } => {
+                let name = name.trim().to_string();
+                if name.is_empty() || name.len() > 100 || name.chars().any(char::is_control) {
+                    return Err(CliError::usage("a token name is one line of at most 100 characters".to_string()));
+                }
+                let store = open(db).await?;
+                let secret = oomdoc_server::store::new_token_secret().map_err(|e| CliError::usage(e.to_string()))?;
+                store
+                    .create_token(&name, &oomdoc_server::store::token_hash(&secret))
+                    .await
+                    .map_err(|e| CliError::usage(e.to_string()))?;
+                eprintln!("oomdoc: token `{name}` created; it is shown only now (send it as `Authorization: Bearer …`, or OOMDOC_TOKEN for --post)");
+                println!("{secret}");
+            }
+            TokenAction::Revoke { name, db } => {
+                let store = open(db).await?;
+                if !store.revoke_token(&name).await.map_err(|e| CliError::usage(e.to_string()))? {
+                    return Err(CliError::usage(format!("no live token named `{name}`")));
+                }
+                eprintln!("oomdoc: token `{name}` revoked");
+            }
+            TokenAction::List { db } => {
+                let store = open(db).await?;
+                for t in store.tokens().await.map_err(|e| CliError::usage(e.to_string()))? {
+                    match t.revoked_at {
+                        Some(r) => println!("{}\tcreated {}\trevoked {r}", t.name, t.created_at),
+                        None => println!("{}\tcreated {}", t.name, t.created_at),
+                    }
+                }
+            }
+        }
+        Ok(())
+    })
 }
 
 pub fn run(args: ServeArgs) -> Result<(), CliError> {
+    if let Some(ServeAction::Token(action)) = args.action {
+        return token(action);
+    }
     const MIB: usize = oomdoc_server::config::MIB;
     let config = Config {
         addr: args.addr,
-        db_path: args.db,
+        db: args.db,
+        feedback: FeedbackPolicy { max_per_client_per_hour: args.feedback_per_hour, ..FeedbackPolicy::default() },
+        require_token_for_reads: args.require_token_for_reads,
         limits: Limits {
             log_bytes: args.max_log_mib.saturating_mul(MIB),
             dump_bytes: args.max_dump_mib.saturating_mul(MIB),

@@ -48,7 +48,9 @@ fn parse_args() -> Result<Options, String> {
                 // Child mode: be the server.
                 let config = oomdoc_server::Config {
                     addr: "127.0.0.1:0".parse().unwrap(),
-                    db_path: value("--serve")?.into(),
+                    db: oomdoc_server::store::Location::Sqlite(value("--serve")?.into()),
+                    // Thousands of reports from one address are the point here.
+                    feedback: oomdoc_server::store::FeedbackPolicy::unlimited(),
                     ..Default::default()
                 };
                 oomdoc_server::serve(config)?;

@@ -195,7 +195,8 @@ fn main() {
             _dir = tempfile::tempdir().expect("temp dir");
             let config = oomdoc_server::Config {
                 addr: "127.0.0.1:0".parse().unwrap(),
-                db_path: _dir.path().join("bench.sqlite3"),
+                db: oomdoc_server::store::Location::Sqlite(_dir.path().join("bench.sqlite3")),
+                feedback: oomdoc_server::store::FeedbackPolicy::unlimited(),
                 workers: o.server_workers,
                 ..Default::default()
             };

@@ -74,7 +74,7 @@ fn parse_args() -> Result<Options, String> {
 fn serve_child(args: &[String]) -> ! {
     let mut config = oomdoc_server::Config {
         addr: args[0].parse().expect("addr"),
-        db_path: PathBuf::from(&args[1]),
+        db: oomdoc_server::store::Location::Sqlite(PathBuf::from(&args[1])),
         ..Default::default()
     };
     config.resources.temp_dir = PathBuf::from(&args[2]);

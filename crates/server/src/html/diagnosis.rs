@@ -2,7 +2,7 @@
 //! (so it shows exactly what `POST /api/v1/diagnose` returns, field for field).
 
 use super::{entry_href, feedback_form, layout, outcome_summary, reference, t};
-use crate::db::FixOutcomes;
+use crate::store::FixOutcomes;
 use maud::{html, Markup};
 use oomdoc_kb::Lang;
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! `/kb` and `/kb/{id}`.
 
 use super::{encode_component, entry_href, feedback_form, layout, outcome_summary, reference, t};
-use crate::{db::FixOutcomes, kb_query::{wire_name, KbFilter, PHASES, PLATFORMS}};
+use crate::{store::FixOutcomes, kb_query::{wire_name, KbFilter, PHASES, PLATFORMS}};
 use maud::{html, Markup};
 use oomdoc_kb::view::{status_note, view, RefView, Rich, SettingView, Span};
 use oomdoc_kb::{Entry, Lang, MEMORY_SPACES};

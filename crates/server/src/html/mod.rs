@@ -3,9 +3,10 @@
 
 pub mod diagnosis;
 pub mod kb;
+pub mod team;
 pub mod tools;
 
-use crate::db::FixOutcomes;
+use crate::store::FixOutcomes;
 use axum::{
     http::{header, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
@@ -168,6 +169,7 @@ pub fn layout(title: &str, lang: Lang, body: Markup) -> Markup {
                         a href={ "/kb" (q) } { (t(lang, "kb")) }
                         a href={ "/memory" (q) } { (t(lang, "memory")) }
                         a href={ "/plan" (q) } { (t(lang, "plan")) }
+                        a href="/team" { "Team" }
                     }
                 }
                 main { (body) }

@@ -3,8 +3,8 @@
 use super::{input, Shared};
 use crate::{error::AppError, feedback::FeedbackRequest, kb_query::KbFilter};
 use axum::{
-    extract::{Path, Request, State},
-    http::{header, StatusCode},
+    extract::{Path, Query, Request, State},
+    http::{header, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     Json,
 };
@@ -40,7 +40,7 @@ pub async fn kb_outcomes(State(state): State<Shared>, Path(id): Path<String>) ->
     let fixes: Vec<_> = entry
         .fixes
         .iter()
-        .map(|f| measured.remove(&f.id).unwrap_or_else(|| crate::db::FixOutcomes { fix: f.id.clone(), ..Default::default() }))
+        .map(|f| measured.remove(&f.id).unwrap_or_else(|| crate::store::FixOutcomes { fix: f.id.clone(), ..Default::default() }))
         .collect();
     Ok(Json(json!({
         "entry": entry.id,
@@ -49,16 +49,107 @@ pub async fn kb_outcomes(State(state): State<Shared>, Path(id): Path<String>) ->
     })))
 }
 
-/// `POST /api/v1/feedback`: 201 once the report is durably stored.
+/// `POST /api/v1/feedback`: 201 once the report is durably stored; 200 with
+/// `"duplicate": true` when it repeats one already counted (same `report_id`, or the same
+/// report from the same address within the duplicate window); 429 over the hourly limit.
 pub async fn feedback(
     State(state): State<Shared>,
+    crate::ClientAddr(client): crate::ClientAddr,
     Json(req): Json<FeedbackRequest>,
 ) -> Result<(StatusCode, Json<Value>), AppError> {
-    let report = req.validate(KnowledgeBase::get())?;
+    let (report, report_id) = req.validate(KnowledgeBase::get())?;
     let (entry, fix) = (report.entry.clone(), report.fix.clone());
-    let id = state.record_feedback(report.clone()).await?;
+    let saved = state.record_feedback(report.clone(), report_id.clone(), client).await?;
     let measured = state.outcomes(entry).await?.remove(&fix).unwrap_or_default();
-    Ok((StatusCode::CREATED, Json(json!({ "id": id, "report": report, "measured": measured }))))
+    let status = if saved.counted { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((
+        status,
+        Json(json!({ "id": saved.id, "duplicate": !saved.counted, "report_id": report_id, "report": report, "measured": measured })),
+    ))
+}
+
+/// `POST /api/v1/reports`: job-failure reports from jobs and log shippers ([`crate::ingest`]).
+pub async fn ingest_reports(State(state): State<Shared>, req: Request) -> Result<(StatusCode, Json<Value>), AppError> {
+    let (parts, body) = req.into_parts();
+    let limit = state.config.limits.log_bytes;
+    let body = axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| AppError::TooLarge { what: "the reports", limit })?;
+    let done = crate::ingest::ingest(&state, &parts.headers, parts.uri.query(), &body).await?;
+    let status = if done.stored > 0 { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(serde_json::to_value(done).unwrap_or_default())))
+}
+
+/// The reports a fleet filter selects, and the filter's window.
+pub async fn filtered_reports(
+    state: &Shared,
+    filter: &crate::fleet::Filter,
+    with_report: bool,
+) -> Result<(String, Vec<crate::store::ReportRow>, bool), AppError> {
+    let query = filter.query(with_report).map_err(AppError::Unprocessable)?;
+    let rows = state.db.reports(&query).await?;
+    let truncated = rows.len() as u32 >= query.limit;
+    let rows = rows.into_iter().filter(|r| filter.matches(r)).collect();
+    Ok((query.since.unwrap_or_default(), rows, truncated))
+}
+
+/// `GET /api/v1/reports`: the matching reports (JSON, or CSV with `format=csv`).
+pub async fn list_reports(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Query(filter): Query<crate::fleet::Filter>,
+) -> Result<Response, AppError> {
+    crate::ingest::authorize_read(&state, &headers).await?;
+    let (_, rows, truncated) = filtered_reports(&state, &filter, false).await?;
+    Ok(export(&filter, rows, truncated))
+}
+
+fn export(filter: &crate::fleet::Filter, rows: Vec<crate::store::ReportRow>, truncated: bool) -> Response {
+    if filter.format.as_deref() == Some("csv") {
+        let mut r = crate::fleet::csv(&rows).into_response();
+        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/csv; charset=utf-8"));
+        r.headers_mut()
+            .insert(header::CONTENT_DISPOSITION, HeaderValue::from_static("attachment; filename=\"oomdoc-reports.csv\""));
+        return r;
+    }
+    Json(json!({ "filter": filter, "truncated": truncated, "reports": rows })).into_response()
+}
+
+/// `GET /api/v1/reports/{id}`: one report with its diagnosis.
+pub async fn report(State(state): State<Shared>, headers: HeaderMap, Path(id): Path<i64>) -> Result<Json<Value>, AppError> {
+    crate::ingest::authorize_read(&state, &headers).await?;
+    let q = crate::store::ReportQuery { id: Some(id), limit: 1, with_report: true, ..Default::default() };
+    let row = state.db.reports(&q).await?.pop().ok_or_else(|| AppError::NotFound(format!("no report {id}")))?;
+    Ok(Json(serde_json::to_value(row).unwrap_or_default()))
+}
+
+/// `GET /api/v1/fleet`: what the filtered failures add up to ([`crate::fleet::Summary`]),
+/// with each entry's measured fixes; `format=csv` exports the reports instead.
+pub async fn fleet(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Query(filter): Query<crate::fleet::Filter>,
+) -> Result<Response, AppError> {
+    crate::ingest::authorize_read(&state, &headers).await?;
+    let (since, rows, truncated) = filtered_reports(&state, &filter, false).await?;
+    if filter.format.as_deref() == Some("csv") {
+        return Ok(export(&filter, rows, truncated));
+    }
+    let summary = crate::fleet::summarize(&filter, since, &rows, truncated);
+    let fixes = fixes_of(&state, &summary).await?;
+    let mut v = serde_json::to_value(&summary).unwrap_or_default();
+    v["fixes"] = serde_json::to_value(fixes).unwrap_or_default();
+    Ok(Json(v).into_response())
+}
+
+/// For each entry in the view, the fixes users reported on (counts and Wilson interval).
+pub async fn fixes_of(
+    state: &Shared,
+    summary: &crate::fleet::Summary,
+) -> Result<std::collections::BTreeMap<String, Vec<crate::store::FixOutcomes>>, AppError> {
+    let ids: Vec<String> = summary.by_entry.iter().filter(|e| e.entry != "none").take(50).map(|e| e.entry.clone()).collect();
+    let measured = state.outcomes_for(ids).await?;
+    Ok(measured.into_iter().map(|(entry, fixes)| (entry, fixes.into_values().collect())).collect())
 }
 
 /// `POST /api/v1/memory`: multipart dump files or one archive -> `oomdoc memory --format json`.
@@ -79,6 +170,7 @@ pub async fn healthz(State(state): State<Shared>) -> Result<Json<Value>, AppErro
     state.check_db().await?;
     Ok(Json(json!({
         "status": "ok",
+        "database": state.db.backend(),
         "version": env!("CARGO_PKG_VERSION"),
         "kb_entries": KnowledgeBase::get().entries().len(),
     })))

@@ -115,6 +115,7 @@ pub struct FeedbackForm {
 /// The no-script path of the feedback buttons: store, then show the entry with its new counts.
 pub async fn feedback(
     State(state): State<Shared>,
+    crate::ClientAddr(client): crate::ClientAddr,
     headers: HeaderMap,
     Form(form): Form<FeedbackForm>,
 ) -> Result<Response, AppError> {
@@ -128,10 +129,11 @@ pub async fn feedback(
         hardware: form.hardware,
         version: form.version,
         note: form.note,
+        report_id: None,
     }
     .validate(KnowledgeBase::get())?;
-    let (entry, fix) = (report.entry.clone(), report.fix.clone());
-    state.record_feedback(report).await?;
+    let (entry, fix) = (report.0.entry.clone(), report.0.fix.clone());
+    state.record_feedback(report.0, report.1, client).await?;
     let lang_q = if lang == Lang::Zh { "&lang=zh" } else { "" };
     let to = format!(
         "/kb/{}?thanks={}{lang_q}#fix-{}",
@@ -196,4 +198,17 @@ pub async fn plan(State(state): State<Shared>, headers: HeaderMap, Form(form): F
         }
         Err(e) => Err(e),
     }
+}
+
+/// `/team`: the fleet view; filters in the URL.
+pub async fn team(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Query(filter): Query<crate::fleet::Filter>,
+) -> Result<Page, AppError> {
+    crate::ingest::authorize_read(&state, &headers).await?;
+    let (since, rows, truncated) = super::api::filtered_reports(&state, &filter, false).await?;
+    let summary = crate::fleet::summarize(&filter, since, &rows, truncated);
+    let fixes = super::api::fixes_of(&state, &summary).await?;
+    Ok(Page(crate::html::team::page(&summary, &fixes)))
 }

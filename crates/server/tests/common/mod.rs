@@ -24,7 +24,9 @@ impl TestServer {
         let dir = tempfile::tempdir().unwrap();
         let mut config = Config {
             addr: "127.0.0.1:0".parse().unwrap(),
-            db_path: dir.path().join("oomdoc.sqlite3"),
+            db: oomdoc_server::store::Location::Sqlite(dir.path().join("oomdoc.sqlite3")),
+            // Tests post many reports from 127.0.0.1; `feedback_rules` turns the rules on.
+            feedback: oomdoc_server::store::FeedbackPolicy::unlimited(),
             ..Config::default()
         };
         tweak(&mut config);
@@ -213,4 +215,16 @@ pub fn entry_with_fix() -> &'static oomdoc_kb::Entry {
         .iter()
         .find(|e| !e.fixes.is_empty())
         .expect("the knowledge base has an entry with a fix")
+}
+
+/// A throwaway PostgreSQL cluster for `test`, or `None` after a visible skip; in CI
+/// (`CI=true`) a cluster that cannot start fails the test.
+pub fn postgres_for(test: &str) -> Option<oomdoc_server::store::postgres::cluster::TempCluster> {
+    match oomdoc_server::store::postgres::cluster::TempCluster::start() {
+        Ok(c) => Some(c),
+        Err(e) => {
+            oomdoc_testkit::require_in_ci(test, &format!("PostgreSQL could not start ({e}); run crates/server/ci-postgres.sh"));
+            None
+        }
+    }
 }
