@@ -1,4 +1,4 @@
-//! The accelerator hardware table: TPU v2–v7x and GPUs (NVIDIA sm_70–sm_120, AMD CDNA),
+//! The accelerator hardware table: TPU v2–v7x, 8i and 8t and GPUs (NVIDIA sm_70–sm_120, AMD CDNA),
 //! with the source of every number.
 //!
 //! The data lives in `data/chips.toml` and is embedded at compile time, so the table is
@@ -317,6 +317,19 @@ mod tests {
         // v5e's runtime reports 15.75G of HBM.
         assert_eq!(names(tpu_chips_with_hbm(15 * (1 << 30) + 768 * MIB)), "v3/v5e");
         assert!(tpu_chips_with_hbm(u64::MAX).is_empty());
+    }
+
+    /// TPU 8i and 8t as jax 0.12.0.1's tpu_info.py describes them, found by their JAX device kind.
+    #[test]
+    fn tpu_generation_8() {
+        let i = tpu_chip("TPU8i").unwrap();
+        assert_eq!((i.name.as_str(), i.vmem_per_core.value, i.tensorcores.value), ("8i", 192 * MIB, 2));
+        assert_eq!(i.hbm_per_device(), 309_000_000_000 / 2);
+        let t = tpu_chip("tpu 8t").unwrap();
+        assert_eq!((t.name.as_str(), t.vmem_per_core.value, t.tensorcores.value), ("8t", 128 * MIB, 1));
+        assert_eq!(t.hbm_per_device(), 231_000_000_000);
+        assert_eq!(t.scoped_vmem_flag_max(), 127 * MIB);
+        assert!(i.default_scoped_vmem_bytes().is_none() && t.default_scoped_vmem_bytes().is_none());
     }
 
     #[test]
