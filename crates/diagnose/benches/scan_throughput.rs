@@ -9,7 +9,9 @@
 //! The timings are medians over alternating rounds (`OOMDOC_BENCH_ROUNDS`, default 5), each
 //! with its range: one sample on a shared machine is noise. With `OOMDOC_BENCH_LOG=PATH`
 //! the log is written there once and kept (an existing file at PATH is used as it is), for
-//! repeated runs and for timing other tools on it.
+//! repeated runs and for timing other tools on it. `OOMDOC_BENCH_STYLE=vllm` writes a vLLM
+//! serving log instead, where every fifth line mentions memory (the engine's periodic
+//! metrics line with its KV-cache usage), the case issue 21 measures against ripgrep.
 
 use std::io::{BufWriter, Write};
 use std::time::Instant;
@@ -22,7 +24,20 @@ const FAILURES: &[&str] = &[
     "2024-05-28 07:02:44.349554: W external/tsl/tsl/framework/bfc_allocator.cc:482] Allocator (GPU_0_bfc) ran out of memory trying to allocate 3.37GiB with freed_by_count=0. The caller indicates that this is not a failure, but this may mean that there could be performance gains if more memory were available.",
 ];
 
+/// A vLLM serving log: request lines, and every fifth line the metrics line that mentions
+/// the KV cache (memory), with the same failures buried in it.
+fn vllm_line(step: u64) -> String {
+    match step % 5 {
+        0 => format!("INFO 05-28 07:{:02}:{:02} [metrics.py:351] Avg prompt throughput: {:.1} tokens/s, Avg generation throughput: {:.1} tokens/s, Running: {} reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: {:.1}%, CPU KV cache usage: 0.0%.\n", step % 60, step % 60, (step % 997) as f64 * 1.3, (step % 613) as f64 * 0.7, step % 64, (step % 1000) as f64 / 10.0),
+        1 => format!("INFO 05-28 07:{:02}:{:02} [logger.py:39] Received request chatcmpl-{step:x}: prompt: '<|im_start|>user\\nSummarize the document.<|im_end|>', params: SamplingParams(n=1, temperature=0.7, top_p=0.95, max_tokens=512), prompt_token_ids: None, lora_request: None.\n", step % 60, step % 60),
+        2 => format!("INFO:     10.0.{}.{}:{} - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n", step % 255, (step / 255) % 255, 40000 + step % 20000),
+        3 => format!("INFO 05-28 07:{:02}:{:02} [engine.py:310] Added request chatcmpl-{step:x}.\n", step % 60, step % 60),
+        _ => format!("INFO 05-28 07:{:02}:{:02} [engine.py:330] Finished request chatcmpl-{:x}.\n", step % 60, step % 60, step.saturating_sub(4)),
+    }
+}
+
 fn write_log(path: &std::path::Path, target: u64) -> std::io::Result<u64> {
+    let vllm = std::env::var("OOMDOC_BENCH_STYLE").is_ok_and(|s| s == "vllm");
     let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
     let mut written = 0u64;
     let mut step = 0u64;
@@ -30,14 +45,14 @@ fn write_log(path: &std::path::Path, target: u64) -> std::io::Result<u64> {
     let mut failure = 0;
     while written < target {
         step += 1;
-        let line = match step % 50 {
+        let line = if vllm { vllm_line(step) } else { match step % 50 {
             0 => format!("2024-05-28 07:{:02}:{:02}.{:06}: I external/xla/xla/service/service.cc:168] XLA service initialized for platform CUDA (this does not guarantee that XLA will be used). Devices: StreamExecutor device (0): NVIDIA H100 80GB HBM3, Compute Capability 9.0\n", step % 60, step % 60, step % 1000000),
             7 => format!("[rank0]: step {step} | memory: allocated 70.12 GiB, reserved 76.30 GiB, max_allocated 74.90 GiB | tokens/s 12345.6\n"),
             13 => "|   0  NVIDIA H100 80GB HBM3          On  | 00000000:18:00.0 Off |                    0 |\n| N/A   35C    P0             113W / 700W |  77823MiB / 81559MiB |     98%      Default |\n".to_string(),
             21 => "  File \"/usr/lib/python3.11/site-packages/torch/nn/modules/module.py\", line 1511, in _wrapped_call_impl\n    return self._call_impl(*args, **kwargs)\n".to_string(),
             33 => "UserWarning: To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() (memory format preserved).\n".to_string(),
             _ => format!("{{\"step\": {step}, \"loss\": {:.4}, \"lr\": 3.0e-4, \"grad_norm\": {:.3}, \"throughput\": 412.7, \"epoch\": {}}}\n", 2.0 / (step as f64).sqrt(), 1.0 + (step % 7) as f64 / 10.0, step / 100000),
-        };
+        } };
         w.write_all(line.as_bytes())?;
         written += line.len() as u64;
         if written >= next_failure && failure < FAILURES.len() {

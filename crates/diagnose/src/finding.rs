@@ -330,6 +330,13 @@ pub struct Finding {
     pub kind: Kind,
     pub severity: Severity,
     pub confidence: Confidence,
+    /// Why `confidence` is `likely`: what the message says instead of memory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confidence_reason: Option<String>,
+    /// Sizes the message printed that were dropped as implausible (an overflow, two
+    /// numbers run together), each with why; never reported as sizes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub size_notes: Vec<String>,
     /// The first fatal memory failure in the log.
     pub first_fatal: bool,
     pub title: String,

@@ -33,6 +33,7 @@ pub mod normalize;
 pub mod recognize;
 pub mod render;
 pub mod scan;
+pub mod sizes;
 mod zstd_frames;
 
 pub use finding::*;
@@ -273,6 +274,8 @@ fn build(hit: &Hit, flat: &normalize::Flat) -> Finding {
         kind,
         severity,
         confidence: hit.confidence,
+        confidence_reason: hit.confidence_reason.clone(),
+        size_notes: hit.size_notes.clone(),
         first_fatal: false,
         title: String::new(),
         platform: hit.platform.or(entry.map(|e| e.platform)).unwrap_or(Platform::Other),

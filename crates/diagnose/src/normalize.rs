@@ -91,9 +91,28 @@ fn strip_orphan_sgr(s: &str) -> String {
     re.replace_all(s, "").into_owned()
 }
 
+/// UTF-8 with invalid bytes replaced, except a lone 0xA0: that is Windows-1252's no-break
+/// space (a console or editor in that code page put it between a number and its unit), kept
+/// as U+00A0 so that `3.00\xA0GiB` still reads as 3 GiB.
+fn decode_lossy(raw: &[u8]) -> std::borrow::Cow<'_, str> {
+    if let Ok(s) = std::str::from_utf8(raw) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(raw.len() + 8);
+    for chunk in raw.utf8_chunks() {
+        out.push_str(chunk.valid());
+        match chunk.invalid() {
+            [] => {}
+            [0xA0] => out.push('\u{a0}'),
+            _ => out.push('\u{fffd}'),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Clean one raw line.
 pub fn clean_line(line_no: u64, raw: &[u8]) -> CleanLine {
-    let s = String::from_utf8_lossy(raw);
+    let s = decode_lossy(raw);
     let s = s.trim_end_matches(['\r', '\n']);
     // Escape sequences and every other control a terminal acts on (C1, BEL, BS,
     // bidi overrides) go here, so no renderer ever sees them.

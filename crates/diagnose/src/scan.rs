@@ -121,7 +121,6 @@ pub const START_TRIGGERS: &[&str] = &[
     "halted prematurely",
     "Mosaic failed to compile",
     "Tensor which is moved to host",
-    "KV cache",
     "cache blocks",
     "Tried to allocate",
     "total capacity;",
@@ -145,6 +144,10 @@ pub const START_TRIGGERS: &[&str] = &[
     "oom_kill",
     "error 2 out of memory",
     "would exceed allowed memory",
+    "Invalid buffer size",
+    "No executable batch size",
+    "in AlignedAlloc",
+    "of workspace memory",
     "Killed",
     ": killed",
 ];
@@ -225,14 +228,14 @@ const CONTEXT_WORDS: &[&str] = &[
 /// search's eight buckets, chosen by the tool's `--order` for the fewest positions of the
 /// reference text that pass a bucket's fingerprint test.
 pub const ANCHOR_BUCKETS: &[&[&str]] = &[
-    &["lloc", " OOM", "cache", "celerato", " 137", "MEMORY"],
-    &["XLA_", "ed d", "pooled_s", "E100", ":OOM", "ille"],
-    &["SIGKILL", "emory", "code: -9", "Hbm usag", "TPU_", "(OOM"],
+    &["lloc", " OOM", "cache", "celerato", " 137", "MEMORY", " 1455"],
+    &["XLA_", "ed d", "pooled_s", "E100", ":OOM", "ille", " vs. "],
+    &["SIGKILL", "emory", "code: -", "Hbm usag", "TPU_", "(OOM"],
     &["ENOMEM", "uffer", "E010", "cudnn co", " when wa", "_STATUS_"],
     &["posix_me", " than ", " to r", "LLVM ERR", "ase ", "[OOM"],
-    &["E300", "esource", "halted ", "E200", "openxla.", "SOURCE_E"],
-    &[" compil", " device:", "kill", "ALLOC", "rogram", "ode 2: "],
-    &["200:", "EL0004", "Tensor w", "rrno 12]", "No v", "otal "],
+    &["E300", "esource", "halted ", "E200", "openxla.", "SOURCE_E", "RESOURCES"],
+    &[" compil", " device:", "kill", "ALLOC", "rogram", "ode 2: ", "xecutab"],
+    &["200:", "EL0004", "Tensor w", "rrno 12]", "No v", "otal ", "able RAM", "e died"],
 ];
 
 /// Every start trigger: the scanner's own list plus each family module's, without repeats.

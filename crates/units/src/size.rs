@@ -83,10 +83,14 @@ pub fn parse_size_in(text: &str, style: UnitStyle) -> Option<PrintedSize> {
         "T" | "TiB" => (1 << 40, false),
         "P" | "PiB" => (1 << 50, false),
         "E" | "EiB" => (1 << 60, false),
-        "KB" | "kB" | "Kb" => (unit_mult(style, 1), false),
-        "MB" | "Mb" => (unit_mult(style, 2), false),
-        "GB" | "Gb" => (unit_mult(style, 3), false),
-        "TB" => (unit_mult(style, 4), false),
+        "kib" | "KIB" => (1 << 10, false),
+        "mib" | "MIB" => (1 << 20, false),
+        "gib" | "GIB" => (1 << 30, false),
+        "tib" | "TIB" => (1 << 40, false),
+        "KB" | "kB" | "Kb" | "kb" => (unit_mult(style, 1), false),
+        "MB" | "Mb" | "mb" => (unit_mult(style, 2), false),
+        "GB" | "Gb" | "gb" => (unit_mult(style, 3), false),
+        "TB" | "tb" => (unit_mult(style, 4), false),
         "PB" => (unit_mult(style, 5), false),
         _ => return None,
     };
@@ -199,6 +203,15 @@ mod tests {
         assert_eq!(b("0xc400"), 50176);
         assert_eq!(b("0x29000"), 167936);
         assert_eq!(b("6,532,939,776 bytes"), 6532939776);
+    }
+
+    #[test]
+    fn any_whitespace_between_number_and_unit() {
+        // Two spaces, a no-break space (U+00A0, also what a Windows-1252 0xA0 byte decodes to),
+        // a narrow no-break space: the unit still applies.
+        for s in ["3.00  GiB", "3.00\u{a0}GiB", "3.00 \u{a0}GiB", "3.00\u{202f}GiB", "3.00 gib"] {
+            assert_eq!(b(s), 3 << 30, "{s:?}");
+        }
     }
 
     #[test]

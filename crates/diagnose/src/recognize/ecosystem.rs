@@ -34,6 +34,7 @@ pub const TRIGGERS: &[&str] = &[
     "out of memory to allocate",
     "CUDA_ERROR_OUT_OF_MEMORY",
     "[metal::malloc]",
+    "[malloc_or_wait]",
     "Command buffer execution failed: Insufficient Memory",
     "Out of memory error on GPU",
     "cudaMalloc retry failed",
@@ -59,6 +60,7 @@ grammar!(
     mlx_buffer,
     r"\[metal::malloc\] Attempting to allocate (?P<req>\d+) bytes which is greater than the maximum allowed buffer size of (?P<lim>\d+) bytes\.?"
 );
+grammar!(mlx_malloc_or_wait, r"\[malloc_or_wait\] Unable to allocate (?P<req>\d+) bytes\.?");
 grammar!(
     mlx_cmdbuf,
     r"\[METAL\] Command buffer execution failed: Insufficient Memory(?: \((?P<code>[0-9A-Fa-f]{8}:kIOGPUCommandBufferCallbackErrorOutOfMemory)\))?\.?"
@@ -154,6 +156,18 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                 }
             }
             h.flag("request_exceeds_capacity").flag("block_size_limit");
+            hits.push(h);
+        }
+    }
+    // MLX before 0.24 (`mlx/allocator.cpp` malloc_or_wait, removed in ml-explore/mlx#1976):
+    // the Metal allocator found no memory even after waiting for buffers to be freed.
+    if has(t, "[malloc_or_wait]") {
+        for c in mlx_malloc_or_wait().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = device_hit("mlx.metal-oom", m.start(), m.end(), Platform::Metal);
+            if let Ok(b) = c["req"].parse::<u64>() {
+                h.bytes(SizeKey::Requested, b, format!("{} bytes", &c["req"]));
+            }
             hits.push(h);
         }
     }

@@ -8,7 +8,7 @@
 //! as a log message, and the line must not read as prose (first/second person, questions,
 //! hints). Disk-full, quota and timeout errors never contain these phrases.
 
-use super::Hit;
+use super::{vocabulary, Hit};
 use crate::finding::{Confidence, SizeKey};
 use crate::grammar;
 use oomdoc_kb::{Phase, Platform};
@@ -58,12 +58,43 @@ pub const TRIGGERS: &[&str] = &[
     "MemoryError",
     "OutOfMemory",
     "ALLOCATION_FAILURE",
-];
+    // Runtime status members (`vocabulary::MEMBERS`) not covered by a trigger above, and the
+    // allocation calls beside which a status is read by value.
+    "cudaErrorMemoryAllocation",
+    "hipErrorMemoryAllocation",
+    "rocblas_status_memory_error",
+    "miopenStatusAllocFailed",
+    "ALLOCATION_FAILED",
+    "MEMORY_ALLOCATION",
+    "_MEM_ALLOC",
+    "OUTOFMEMORY",
+    "NO_MEMORY",
+    "out_of_memory",
+    "Malloc",
+    "malloc",
+    "MemAlloc",
+    "AllocateMemory",
+    "CreateBuffer",
+    "CreateCommittedResource",
+    "MemoryAllocate",
+    "Allocation Failure",
+    "rror code: -",
+    "OUT_OF_RESOURCES",
+    "GPU resources",
+    "memory allocation of",
+    "Memory allocation of",
+    "ArrowMemoryError",
+    "OutOfMemoryException",
+    "Allocation failed for size",
+    // A CHECK_EQ of a status against success: `== CUFFT_SUCCESS (2 vs. 0)`.
+    " vs. 0)",
+    "not available to allocate",
+]; 
 
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
 grammar!(
     strong,
-    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) allocate\b|not[ _]enough[ _](?:\w+[ _])?memory|insufficient[ _](?:\w+[ _])?memory|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _]failed|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b"
+    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) allocate\b|not[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?memory|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _]failed|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|memory allocation of \d+ bytes failed|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b"
 );
 // What makes the line an error report, before the phrase.
 grammar!(
@@ -80,21 +111,23 @@ grammar!(code, r#"\braise \w|\bdef \w|\breturn \w|^\s*(?:if|elif|while|assert) .
 // Operators: code, unless the line is already an error report (RET_CHECK / CHECK expressions).
 grammar!(operators, r"==|!=|&&|\|\||;\s*$");
 // A message at the start of a line (after a log prefix) needs no marker: "Failed to allocate 14495514624 bytes of memory".
-grammar!(line_start_phrase, r"(?i)^(?:[\s>*`\[\]\w:./-]|\p{So}){0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to allocate|(?:cannot|can't|could not) allocate|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed)");
+grammar!(line_start_phrase, r#"(?i)^(?:[\s>*`"'\[\]\w:./-]|\p{So}){0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to allocate|(?:cannot|can't|could not) allocate|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed|out of (?:gpu|device) resources|memory allocation of \d+ bytes failed)"#);
 
 // Sizes by general rules, next to the word that names them. Only sizes with a unit (or
 // `bytes`) are read here: a bare number next to "allocate" may count elements or blocks.
 const SZU: &str = r"[0-9][0-9,]*(?:\.[0-9]+)?\s?(?:[KMGTPE]i?B|[KMGTPE]|B|bytes?)\b";
-grammar!(requested, &r"(?i)(?:allocat(?:e|ing|ion)|\bmap|request(?:ed|ing)?|need(?:s|ed)?|require[sd]?)(?: (?:a|an|the|additional))?(?: (?:buffer|tensor|memory|block|chunk|array|region))?(?: (?:of|for|with))?(?: size)?(?:\s*[=:(]\s*|\s*)(?P<v>0x[0-9a-fA-F]+|{SZU})".replace("{SZU}", SZU));
-grammar!(size_eq, r"(?i)\bsize[ ]?[=:][ ]?(?P<v>\d[\d,]*)\b");
+grammar!(requested, &r"(?i)(?:allocat(?:e|ing|ion)|\bmap|request(?:ed|ing)?|need(?:s|ed)?|require[sd]?)(?: (?:a|an|the|additional))?(?: (?:buffer|tensor|memory|block|chunk|array|region|data))?(?: (?:of|for|with))?(?: size)?(?:\s*[=:(]\s*|\s*)(?P<v>0x[0-9a-fA-F]+|{SZU})".replace("{SZU}", SZU));
+grammar!(size_eq, r"(?i)\bsize[ ]?[=:]{1,2}[ ]?(?P<v>\d[\d,]*)\b");
+// "(260.3 MiB/476.8 MiB used)": what is in use of a budget, both with units.
+grammar!(used_of, &r"\((?P<u>{SZU})\s*/\s*(?P<l>{SZU}) used\)".replace("{SZU}", SZU));
 grammar!(free_sz, &r"(?i)(?P<a>{SZU}) (?:is |are )?(?:free|available)\b|(?:free|available)(?: memory)?(?: is| was)?(?: only)?(?:\s*[=:]\s*|\s*)(?P<b>{SZU})".replace("{SZU}", SZU));
 grammar!(total_sz, &r"(?i)(?P<a>{SZU}) total\b|\btotal(?: memory| capacity)?(?: of| is)?(?:\s*[=:]\s*|\s*)(?P<b>{SZU})".replace("{SZU}", SZU));
 grammar!(limit_sz, &r"(?i)\b(?:limit|max(?:imum)?(?: allowed)?|capacity)(?: of| is| size)?(?:\s*[=:]\s*|\s*)(?P<b>{SZU})".replace("{SZU}", SZU));
 grammar!(alloc_sz, &r"(?i)(?P<a>{SZU})(?: memory)? (?:has been|have been|already) allocated|\ballocated(?: so far)?\s*[=:]\s*(?P<b>{SZU})".replace("{SZU}", SZU));
 
 // Words that name the platform and the memory space.
-grammar!(w_cuda, r"\bCUDA\b|\bcuda\w*|\bcu(?:Mem|da)[A-Z]\w*|NVIDIA|\bnvidia\b|\bcublas|\bcudnn|CUDAPlace");
-grammar!(w_rocm, r"\bHIP\b|\bhip[A-Z]\w*|\bROCm\b|\brocm\b|\bAMDGPU\b");
+grammar!(w_cuda, r"\bCUDA\b|\bcuda\w*|\bcu(?:Mem|da)[A-Z]\w*|NVIDIA|\bnvidia\b|\bcublas|\bcudnn|CUDAPlace|\w\.cu\b|\bbitsandbytes\b");
+grammar!(w_rocm, r"\bHIP\b|\bhip[A-Z]\w*|\bROCm\b|\brocm\b|\bAMDGPU\b|\bMIOpen\b|\bmiopen\w*|\brocBLAS\b|\brocblas\w*");
 grammar!(w_metal, r"\bMetal\b|\bMETAL\b|\bMTL\w+|MTLBuffer|kIOGPU\w+");
 grammar!(w_mps, r"\bMPS\b|\bmps\b");
 grammar!(w_xpu, r"\bXPU\b|\bxpu\b|Level[ _]Zero|\bUR_RESULT\w*|\bSYCL\b|\bsycl\b|\bZE_RESULT\w*");
@@ -102,11 +135,12 @@ grammar!(w_npu, r"\bNPU\b|\bnpu\b|\bAscend\b|\bCANN\b|\bACL_ERROR\w*");
 grammar!(w_tpu, r"\bTPU\b");
 grammar!(
     w_host,
-    r"\bCPU\b|\bcpu\b|intel_cpu|\bhost\b|\bHost\b|DefaultCPUAllocator|posix_memalign|\bmalloc\b|\bmmap\b|\bRAM\b|\bswap\b|CPUPlace|virtual memory|\bpinned\b|page-locked"
+    r"\bCPU\b|\bcpu\b(?:[^.]|$)|intel_cpu|\bhost\b|\bHost\b|DefaultCPUAllocator|posix_memalign|\bmalloc\b|\bmmap\b|\bRAM\b|\bswap\b|CPUPlace|virtual memory|\bpinned\b|page-locked"
 );
 // Host by default: Python's MemoryError, C++ bad_alloc, errno ENOMEM, unless a device is named.
-grammar!(w_host_weak, r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b");
-grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|\bdevice memory\b|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bRMM_\w+|\bDirectML\b|\bDML\b|\bVulkan\b");
+// Rust's std::alloc::handle_alloc_error prints "memory allocation of N bytes failed" for the heap.
+grammar!(w_host_weak, r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b|(?i:memory allocation of \d+ bytes failed)|Out of Memory Error:|\bOutOfMemoryException\b|\bArrowMemoryError\b");
+grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|(?i:\bdevice memory\b)|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bRMM_\w+|\bDirectML\b|\bDML\b|\bVulkan\b|\bPT_DEVMEM\b|\bHPU\b|\bhpu\b|\bGaudi\b|\bhabana\w*");
 
 grammar!(
     other_cause,
@@ -115,6 +149,7 @@ grammar!(
 
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     let existing: Vec<(usize, usize)> = hits.iter().map(|h| (h.start, h.end)).collect();
+    let mut named = statuses(t, &existing);
     let mut found: Vec<Hit> = Vec::new();
     for m in strong().find_iter(t) {
         let (ls, le) = line_bounds(t, m.start(), m.end());
@@ -123,13 +158,31 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         if existing.iter().any(|&(s, e)| s < ne && ns < e) {
             continue;
         }
+        // A runtime status named nearby is the same failure: its words only add sizes.
+        if let Some(n) = named.iter_mut().find(|h| h.start < ne && ns < h.end) {
+            if !prose().is_match(&t[ls..le]) {
+                let end = message_end(t, le);
+                let mut more = Hit::new(n.id, ls, end);
+                sizes(&t[ls..end], &mut more);
+                n.end = n.end.max(end);
+                for (k, p) in more.sizes {
+                    if n.get(k).is_none() {
+                        n.sizes.push((k, p));
+                    }
+                }
+                // The words say memory: no longer a disguise.
+                n.confidence = Confidence::Certain;
+                n.confidence_reason = None;
+            }
+            continue;
+        }
         if found.iter().any(|h| h.start <= m.start() && m.end() <= h.end) {
             continue;
         }
         let line = &t[ls..le];
         let before = &t[ls..m.start()];
         let phrase = m.as_str();
-        if prose().is_match(line) || code().is_match(line) {
+        if prose().is_match(line) || code().is_match(message_part(line, m.start() - ls)) {
             continue;
         }
         if operators().is_match(line) && !error_marker().is_match(before) {
@@ -138,6 +191,11 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         // "failed to allocate …: invalid argument": the call failed, and it says why, for
         // a reason that is not a lack of memory (errno strings, driver error names).
         if other_cause().is_match(&t[m.end()..le]) {
+            continue;
+        }
+        // Locking pages in RAM (mlock, VirtualLock) fails with ENOMEM at RLIMIT_MEMLOCK: the
+        // pages exist, they just stay swappable (llama.cpp's "failed to mlock" warning).
+        if page_lock().is_match(line) {
             continue;
         }
         // A phrase quoted inside a sentence is a mention ("catch exceptions with 'CUDA out of memory'").
@@ -158,15 +216,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         } else if !(marked || leads) {
             continue;
         }
-        // The message: this line, and the next one when it continues the sentence.
-        let mut end = le;
-        if let Some((ns2, ne2)) = next_line(t, le) {
-            let next = &t[ns2..ne2];
-            let continues = next.trim_start().starts_with(|c: char| c.is_ascii_digit());
-            if !next.trim().is_empty() && next.len() < 400 && (continues || requested().is_match(next) || free_sz().is_match(next)) && !prose().is_match(next) {
-                end = ne2;
-            }
-        }
+        let end = message_end(t, le);
         let start = ls + (line.len() - line.trim_start().len());
         let mut h = Hit::new("generic.oom", start, end.max(start));
         h.priority = 90;
@@ -209,7 +259,228 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         }
         found.push(h);
     }
+    hits.extend(named);
     hits.extend(found);
+}
+
+// Every member name of the runtimes' status enums, as a whole word.
+fn member_names() -> &'static regex::Regex {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        let alt: Vec<String> = vocabulary::MEMBERS.iter().map(|m| regex::escape(m.name)).collect();
+        regex::Regex::new(&format!(r"(?:\b|_)(?:{})\b", alt.join("|"))).expect("member names")
+    })
+}
+
+// Each runtime's API calls and names, in `vocabulary::RUNTIMES` order.
+fn runtime_calls() -> &'static [regex::Regex] {
+    static RE: std::sync::OnceLock<Vec<regex::Regex>> = std::sync::OnceLock::new();
+    RE.get_or_init(|| vocabulary::RUNTIMES.iter().map(|r| regex::Regex::new(r.calls).expect("runtime calls")).collect())
+}
+
+// A status value printed after a call: `failed with error 2`, `returned -2`, `res=2`,
+// `status = 4`, `error code 1455`, `(2 vs. 0)` (a CHECK_EQ against success), `[WinError 8]`.
+grammar!(
+    status_value,
+    r"(?i:\b(?:win)?error|\berr|\berrno|\bstatus|\bres|\bresult|\bcode|\breturned|\brc|\bret|\bfailed|\bfailure)(?: code| number| value)?\s*(?:[:=(]\s*)?(?P<v>-?0[xX][0-9A-Fa-f]{1,8}\b|-?\d{1,10}\b)|\((?P<c>-?\d{1,10}) vs\. 0\)"
+);
+// Words that say a memory failure was near: a Likely member that needs context is read only beside one.
+grammar!(memory_near, r"(?i)out[ _-]?of[ _-]?(?:\w+[ _-])?memory|(?:failed|unable|cannot|can't|could not) (?:to )?allocate|alloc(?:ation)?[ _]failed|\bOOM\b");
+grammar!(exception_start, r"\b[A-Z]\w*(?:Error|Exception)\b:|\bFATAL ERROR\b");
+grammar!(page_lock, r"\b(?:mlock|munlock|mlockall|VirtualLock)\b|RLIMIT_MEMLOCK|RLIMIT_MLOCK");
+grammar!(alloc_words, r"(?i)\balloc\w*[ _](?:fail|error)|\bfailed to alloc|\bunable to alloc|\bout of (?:\w+ )?memory");
+// A runtime's device allocation call that failed. Without a status that says why, lack of
+// memory is the usual reason (DirectML's `CHECK failed: ... CreateCommittedResource ... >= 0`).
+grammar!(
+    alloc_call_failed,
+    r"\b(?P<call>cudaMalloc\w*|cuMemAlloc\w*|cuMemCreate|hipMalloc\w*|hipExtMalloc\w*|clCreateBuffer|vkAllocateMemory|zeMemAlloc\w*|CreateCommittedResource|CreatePlacedResource|aclrtMalloc\w*|nrt_tensor_allocate|synDeviceMalloc)\b(?:\([^\n]{0,300}?\))?[^\n]{0,40}?(?:\bfail(?:ed|ure)\b|\) >= 0\)\) == \(true\))|\bCHECK failed:[^\n]{0,60}?\b(?P<call2>CreateCommittedResource|CreatePlacedResource)\b"
+);
+// Enum listings, switch statements and headers quoting the names are code, not failures.
+grammar!(listing, r"^\s*(?:case\s|#define\s|[A-Za-z_]\w*\s*=\s*-?(?:0x)?[0-9A-Fa-f]+\s*,?\s*(?://.*)?$|[|-]\s*[A-Za-z_]\w*\s*\|)");
+
+/// Failures named by a runtime's own status: a member of its enum, by name or beside one of
+/// its calls by value (see [`vocabulary`]).
+fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
+    let mut out: Vec<Hit> = Vec::new();
+    let mut seen: Vec<(usize, usize, &'static vocabulary::Member, usize, usize)> = Vec::new();
+    for m in member_names().find_iter(t) {
+        let s = m.start() + usize::from(t[m.start()..].starts_with('_'));
+        if let Some(member) = vocabulary::member(&t[s..m.end()]) {
+            // Java's `OutOfMemoryError` is `java.lang.`'s; another package's class of that name
+            // (`torch.OutOfMemoryError`, `cupy.cuda.memory.OutOfMemoryError`) is not the JVM's heap.
+            if member.runtime == "java" && t[..s].ends_with('.') && !t[..s].ends_with("java.lang.") {
+                continue;
+            }
+            seen.push((s, m.end(), member, s, m.end()));
+        }
+    }
+    // By value, beside the runtime's own calls on an error line.
+    if t.bytes().any(|b| b.is_ascii_digit()) {
+        for c in status_value().captures_iter(t) {
+            let Some(v) = c.name("v").or(c.name("c")) else { continue };
+            let Some(value) = vocabulary::parse_value(v.as_str()) else { continue };
+            // `error 2.5 s` is a number, not a status.
+            if t[v.end()..].starts_with('.') && t[v.end() + 1..].starts_with(|ch: char| ch.is_ascii_digit()) {
+                continue;
+            }
+            let (ls, _) = line_bounds(t, v.start(), v.end());
+            let before = &t[ls..v.start()];
+            // The nearest call before the value names the runtime.
+            let mut best: Option<(usize, &'static vocabulary::Runtime)> = None;
+            for (rt, re) in vocabulary::RUNTIMES.iter().zip(runtime_calls()) {
+                if let Some(last) = re.find_iter(before).last() {
+                    if best.map_or(true, |(at, _)| last.start() > at) {
+                        best = Some((last.start(), rt));
+                    }
+                }
+            }
+            // A value no other status has (an HRESULT, a Level Zero or ACL code) names its
+            // runtime by itself: "RuntimeError: Unknown error -2147024882".
+            let best = best.or_else(|| {
+                (value.unsigned_abs() >= 0x1_0000).then(|| vocabulary::MEMBERS.iter().find(|m| vocabulary::by_value(m.runtime, value).next().is_some())).flatten().and_then(|m| vocabulary::runtime(m.runtime)).map(|rt| (v.start() - ls, rt))
+            });
+            let Some((at, rt)) = best else { continue };
+            if let Some(member) = vocabulary::by_value(rt.id, value).next() {
+                if !seen.iter().any(|x| x.0 <= v.start() && v.start() < x.1 + 200 && x.2.runtime == member.runtime) {
+                    seen.push((ls + at, v.end(), member, v.start(), v.end()));
+                }
+            }
+        }
+    }
+    seen.sort_by_key(|x| x.0);
+    for (start, end, member, vs, ve) in seen {
+        let (ls, le) = line_bounds(t, start, end);
+        let (ns, ne) = near(t, ls, le, 2);
+        if existing.iter().any(|&(s, e)| s < ne && ns < e) {
+            continue;
+        }
+        let line = &t[ls..le];
+        if prose().is_match(line) || code().is_match(line) || listing().is_match(line) || quoted(t, ls, start, le) {
+            continue;
+        }
+        let named_here = &t[vs..ve] == member.name;
+        // A name that is not itself an error name (`E_OUTOFMEMORY`, `ENOMEM`) needs an error marker.
+        let self_marked = named_here && (member.name.contains("ERROR") || member.name.contains("Error") || member.name.contains("FAIL") || member.name.contains("Fail"));
+        if !self_marked && !error_marker().is_match(line) {
+            continue;
+        }
+        let reason = match member.meaning {
+            vocabulary::Meaning::NotMemory => continue,
+            vocabulary::Meaning::Oom => None,
+            vocabulary::Meaning::Likely { reason, needs_memory_context } => {
+                let (ws, we) = near(t, ls, le, 8);
+                if needs_memory_context && !memory_near().is_match(&t[ws..we]) {
+                    continue;
+                }
+                // The line itself says an allocation failed ("status=4 message=\"Allocation Failure\""): certain.
+                if alloc_words().is_match(line) {
+                    None
+                } else {
+                    Some(reason)
+                }
+            }
+        };
+        // One failure per status per few lines (the same status repeated by a traceback).
+        if let Some(prev) = out.iter_mut().find(|h| h.details.get("status").and_then(|v| v.as_str()) == Some(member.name) && t[h.end.min(ls)..ls].matches('\n').count() <= 6) {
+            prev.end = prev.end.max(le);
+            continue;
+        }
+        let rt = vocabulary::runtime(member.runtime).expect("member's runtime");
+        let start = ls + (line.len() - line.trim_start().len());
+        let end = message_end(t, le);
+        let mut h = Hit::new("generic.device-oom", start, end);
+        h.priority = 85;
+        h.phase = Some(Phase::Runtime);
+        let space = match member.space {
+            vocabulary::Space::Device => "device",
+            vocabulary::Space::Host => "host",
+            vocabulary::Space::Either => match place(t, start, end) {
+                (_, Some("device")) => "device",
+                _ => "host",
+            },
+        };
+        if space == "host" {
+            h.id = "generic.host-oom";
+            h.platform = Some(Platform::Cpu);
+        } else {
+            h.platform = Some(match rt.platform {
+                // A runtime of any vendor (Vulkan, OpenCL, DirectML): the words around it may name one.
+                Platform::Other => match place(t, start, end) {
+                    (p, Some("device")) if p != Platform::Cpu => p,
+                    _ => Platform::Other,
+                },
+                p => p,
+            });
+        }
+        h.space(space);
+        if let Some(r) = reason {
+            h.likely(r);
+        }
+        h.detail("runtime", rt.id);
+        h.detail("status", member.name);
+        if let Some(v) = member.value {
+            h.detail("status_value", v);
+        }
+        h.detail("status_source", member.source);
+        h.code_in_log = None;
+        sizes(&t[start..end], &mut h);
+        out.push(h);
+    }
+    // Allocation calls that failed without a status (a status that is not memory rules them out).
+    for c in alloc_call_failed().captures_iter(t) {
+        let m = c.get(0).unwrap();
+        let (ls, le) = line_bounds(t, m.start(), m.end());
+        let (ns, ne) = near(t, ls, le, 2);
+        if existing.iter().any(|&(s, e)| s < ne && ns < e) || out.iter().any(|h| h.start < ne && ns < h.end) {
+            continue;
+        }
+        let line = &t[ls..le];
+        if prose().is_match(line) || listing().is_match(line) || other_cause().is_match(line) {
+            continue;
+        }
+        if status_value().captures_iter(line).any(|v| v.name("v").or(v.name("c")).and_then(|v| vocabulary::parse_value(v.as_str())).is_some_and(|v| v != 0)) {
+            continue; // a stated status decides (read above when it is a memory one)
+        }
+        let call = c.name("call").or(c.name("call2")).map_or("", |m| m.as_str());
+        let start = ls + (line.len() - line.trim_start().len());
+        let end = message_end(t, le);
+        let mut h = Hit::new("generic.device-oom", start, end);
+        h.priority = 86;
+        h.phase = Some(Phase::Runtime);
+        h.platform = Some(match place(t, start, end) {
+            (p, _) if p != Platform::Cpu => p,
+            _ => Platform::Other,
+        });
+        h.space("device");
+        h.likely("the runtime's device allocation call failed without saying why; lack of device memory is the usual reason");
+        h.detail("allocation_call", call);
+        sizes(&t[start..end], &mut h);
+        out.push(h);
+    }
+    out
+}
+
+/// The part of a line from the exception that raised the phrase at `at` (a traceback's last
+/// source line glued before "RuntimeError: ..." in an issue title is code; the error is not).
+fn message_part(line: &str, at: usize) -> &str {
+    let before = &line[..at.min(line.len())];
+    match exception_start().find_iter(before).last() {
+        Some(m) => &line[m.start()..],
+        None => line,
+    }
+}
+
+/// The message: the line ending at `le`, and the next one when it continues the sentence
+/// (a wrapped size, or the sizes on a line of their own).
+fn message_end(t: &str, le: usize) -> usize {
+    if let Some((ns, ne)) = next_line(t, le) {
+        let next = &t[ns..ne];
+        let continues = next.trim_start().starts_with(|c: char| c.is_ascii_digit());
+        if !next.trim().is_empty() && next.len() < 400 && (continues || requested().is_match(next) || free_sz().is_match(next)) && !prose().is_match(next) {
+            return ne;
+        }
+    }
+    le
 }
 
 /// The line reads as people writing about a failure (questions, first person, hints).
@@ -224,7 +495,10 @@ fn quoted(t: &str, ls: usize, at: usize, le: usize) -> bool {
     let qc = before[q..].chars().next().unwrap_or('"');
     let opener_ok = !before[..q].trim().is_empty() && before[..q].chars().last().map_or(false, |c| c.is_whitespace() || c == '(');
     let word_before = before[q + 1..].split_whitespace().count() <= 3;
-    opener_ok && word_before && t[at..le].contains(qc)
+    // `return error "…"`, `message: '…'`: the quotes hold the error that was printed.
+    let lead = before[..q].trim_end().trim_end_matches(':').to_ascii_lowercase();
+    let names_an_error = ["error", "message", "exception", "errors"].iter().any(|w| lead.ends_with(w));
+    opener_ok && word_before && !names_an_error && t[at..le].contains(qc)
 }
 
 /// `MemoryError` is a memory failure when it is raised with a message (`MemoryError: ...`);
@@ -242,6 +516,10 @@ fn sizes(msg: &str, h: &mut Hit) {
     let req = requested().captures_iter(msg).map(|c| c.name("v").map_or("", |m| m.as_str())).find(|v| v.starts_with("0x") || v.starts_with("0X") || has_unit(v));
     if let Some(v) = req {
         h.size(SizeKey::Requested, v);
+        if h.get(SizeKey::Requested).is_none() && oomdoc_units::parse_size(v).is_none() {
+            // Printed, but past any byte count (digits run together, a wrapped-around length).
+            h.size_notes.push(format!("dropped \"{v}\" (requested): more bytes than any memory has, or not a byte count"));
+        }
     }
     if h.get(SizeKey::Requested).is_none() {
         if let Some(c) = size_eq().captures(msg) {
@@ -260,6 +538,26 @@ fn sizes(msg: &str, h: &mut Hit) {
             }
         }
     }
+    if let Some(c) = used_of().captures(msg) {
+        if h.get(SizeKey::Used).is_none() {
+            h.size(SizeKey::Used, &c["u"]);
+        }
+        if h.get(SizeKey::Limit).is_none() {
+            h.size(SizeKey::Limit, &c["l"]);
+        }
+    }
+    // Anything else the message labels, in any layout (tables, `Label : value`).
+    h.labeled_sizes(msg, oomdoc_units::UnitStyle::Binary);
+    // No grammar vouches for these numbers: one no memory has is dropped with a note.
+    let mut notes = Vec::new();
+    h.sizes.retain(|(k, p)| match crate::sizes::plausible(p) {
+        Some(n) => {
+            notes.push(format!("{n} ({})", k.name()));
+            false
+        }
+        None => true,
+    });
+    h.size_notes.extend(notes);
 }
 
 /// A size with a unit (or `bytes`): a bare number is never read as bytes here.
@@ -406,5 +704,47 @@ mod tests {
         // tinygrad/tinygrad#7902
         let h = one("MemoryError: Metal OOM while allocating size=4000000000").unwrap();
         assert_eq!((h.id, h.platform, h.get(SizeKey::Requested)), ("generic.device-oom", Some(Platform::Metal), Some(4_000_000_000)));
+    }
+
+    /// Every hit, for texts that hold one failure per runtime status.
+    fn all(t: &str) -> Vec<Hit> {
+        let mut hits = Vec::new();
+        recognize(t, &mut hits);
+        hits
+    }
+
+    #[test]
+    fn a_status_by_value_beside_the_runtimes_call() {
+        // Project-HAMi/HAMi#585: the CUDA driver's CUDA_ERROR_OUT_OF_MEMORY is 2.
+        let h = one("[HAMI-core ERROR (pid:7 thread=140360328144640 allocator.c:115)]: cuMemoryAllocate failed res=2").unwrap();
+        assert_eq!((h.id, h.platform, h.details["status"].as_str()), ("generic.device-oom", Some(Platform::Cuda), Some("CUDA_ERROR_OUT_OF_MEMORY")));
+        // openvinotoolkit/openvino_notebooks#2740: OpenCL's -5 is CL_OUT_OF_RESOURCES, a likely OOM with its reason.
+        let h = one("Caught exception: Exception from src/plugins/intel_gpu/src/runtime/ocl/ocl_stream.cpp:365:\n[GPU] clFlush, error code: -5").unwrap();
+        assert_eq!((h.id, h.details["status"].as_str(), h.confidence), ("generic.device-oom", Some("CL_OUT_OF_RESOURCES"), Confidence::Likely));
+        assert!(h.confidence_reason.as_deref().is_some_and(|r| r.contains("CL_OUT_OF_RESOURCES")));
+        // The same call with a status that is not memory (CL_INVALID_WORK_GROUP_SIZE, openvino#23449).
+        assert!(all("[GPU] clEnqueueNDRangeKernel, error code: -54").is_empty());
+    }
+
+    #[test]
+    fn a_value_no_other_runtime_has_is_read_alone() {
+        // microsoft/DirectML#361: -2147024882 is E_OUTOFMEMORY (0x8007000E); the DML allocator line says device.
+        let hits = all("[W dml_heap_allocator.cc:97] DML allocator out of memory!\nTraceback (most recent call last):\n  File \"main.py\", line 9, in <module>\n    tensor1=tensor1.to(dml)\nRuntimeError: Unknown error -2147024882");
+        assert!(hits.iter().any(|h| h.id == "generic.device-oom"), "{hits:?}");
+        // microsoft/DirectML#672: -2005270521 is DXGI_ERROR_DEVICE_RESET, not memory.
+        assert!(all("Unknown error -2005270521 was caught when testing torch-directml resnet50 demo").is_empty());
+    }
+
+    #[test]
+    fn a_status_that_says_allocation_failed_is_certain() {
+        // aws-neuron/aws-neuron-samples#96: NRT_RESOURCE (4) alone would be likely; the message says allocation.
+        let h = one("RuntimeError: nrt_load_collectives status=4 message=\"Allocation Failure\"").unwrap();
+        assert_eq!((h.details["status"].as_str(), h.confidence), (Some("NRT_RESOURCE"), Confidence::Certain));
+    }
+
+    #[test]
+    fn page_locking_is_not_allocation() {
+        // abetlen/llama-cpp-python#708: mlock refused at RLIMIT_MEMLOCK, the model still loads.
+        assert!(all("warning: failed to mlock 39813120-byte buffer (after previously locking 4106670080 bytes): Cannot allocate memory\nTry increasing RLIMIT_MLOCK ('ulimit -l' as root).").is_empty());
     }
 }

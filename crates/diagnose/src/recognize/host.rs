@@ -37,6 +37,9 @@ pub const TRIGGERS: &[&str] = &[
     "Memory cgroup out of memory",
     "invoked oom-killer",
     "[Errno 12]",
+    "insufficient shared memory",
+    "WinError 1455",
+    "error 1455",
 ];
 
 grammar!(
@@ -74,15 +77,31 @@ grammar!(
 grammar!(shell_killed, r"(?m)^[ \t]*(?:[\w/.\-]+: (?:line \d+: )?)?(?:\d+[ \t]+)?(?:Killed|killed)(?::[ \t]*9)?(?:[ \t]+[^\n]{1,2000})?[ \t]*$");
 grammar!(
     dev_shm,
-    r"killed by signal: Bus error\.?[^\n]{0,120}?out of shared memory|No space left on device[^\n]{0,80}/dev/shm|unable to (?:open|write to) shared memory object"
+    r"killed by signal: Bus error\.?[^\n]{0,120}?out of shared memory|Unexpected bus error encountered in worker\. This might be caused by insufficient shared memory(?: \(shm\))?\.?|No space left on device[^\n]{0,80}/dev/shm|unable to (?:open|write to) shared memory object"
 );
 grammar!(
     llvm_oom,
     r"LLVM ERROR: (?:out of memory|Allocation failed|Cannot allocate memory)|'cicc' died due to signal 9|Killed signal terminated program (?:cc1plus|cc1|cicc)|virtual memory exhausted: Cannot allocate memory|cc1plus: out of memory|error: [^\n]{0,300}: Cannot allocate memory"
 );
 
+// Windows ERROR_COMMITMENT_LIMIT (1455): the commit charge (RAM + page file) is used up; Windows
+// prints its text in the system's language, so the number is what is read ("[WinError 1455]",
+// Rust's "(os error 1455)"), or the English text alone.
+grammar!(pagefile, r"\[WinError 1455\][^\n]{0,200}|\(?\s*os error 1455\s*\)?|(?i:the paging file is too small for this operation to complete)\.?(?:\s*\(os error 1455\))?");
+
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     allocators(t, hits);
+    if has(t, "1455") || has(t, "paging file") {
+        for m in pagefile().find_iter(t) {
+            if prose_line(t, m.start()) {
+                continue;
+            }
+            let mut h = host_hit("host.windows-pagefile", m.start(), m.end());
+            h.detail("windows_error", 1455);
+            h.priority = 15;
+            hits.push(h);
+        }
+    }
     python(t, hits);
     killer(t, hits);
 }
@@ -277,11 +296,21 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
         }
     }
     for m in dev_shm().find_iter(t) {
+        // "unable to open shared memory object … : Too many open files (24)" is the descriptor limit.
+        let le = t[m.end()..].find('\n').map_or(t.len(), |i| m.end() + i);
+        if t[m.start()..le].contains("Too many open files") {
+            continue;
+        }
         let mut h = host_hit("host.dev-shm", m.start(), m.end());
         h.priority = 15;
         hits.push(h);
     }
     for m in oom_kill_event().find_iter(t) {
+        // The bare word in someone's sentence ("not related to OOMKilled") is a mention; the
+        // kernel's and slurmstepd's lines address the user themselves ("your processes").
+        if m.as_str() == "OOMKilled" && prose_line(t, m.start()) {
+            continue;
+        }
         // `docker inspect` prints the flag either way: "OOMKilled": false is not a kill.
         let after = super::window(t, m.end(), 12).trim_start_matches('"').trim_start();
         if after.strip_prefix(':').is_some_and(|v| v.trim_start().starts_with("false")) {

@@ -3,6 +3,7 @@
 //! and culprit the message states. Grammars follow the message formats documented
 //! by the vendors' sources (see each module), not particular log lines.
 
+pub mod cluster;
 pub mod codes;
 pub mod ecosystem;
 pub mod generic;
@@ -16,10 +17,11 @@ pub mod serving;
 pub mod tensorflow;
 pub mod tpu;
 pub mod triton;
+pub mod vocabulary;
 
 /// Start triggers owned by the family modules (the scanner adds them to its own list).
 pub const MODULE_TRIGGERS: &[&[&str]] =
-    &[host::TRIGGERS, ggml::TRIGGERS, runtimes::TRIGGERS, serving::TRIGGERS, ecosystem::TRIGGERS, generic::TRIGGERS];
+    &[host::TRIGGERS, cluster::TRIGGERS, ggml::TRIGGERS, runtimes::TRIGGERS, serving::TRIGGERS, ecosystem::TRIGGERS, generic::TRIGGERS];
 
 use crate::finding::{Allocation, Confidence, Culprit, Derived, SizeKey};
 use crate::normalize::Flat;
@@ -32,11 +34,17 @@ use std::collections::{BTreeMap, BTreeSet};
 ///
 /// It also matches what is printed where a size should be but is not one — a minus
 /// sign, exponent notation (`1e400`, `1E6`: never read as the exa prefix), `nan`/`inf`,
+<<<<<<< HEAD
 /// a control character inside the number (shown by its stand-in: `␀`, U+FFFD) — so that
 /// the grammar still matches, the finding is kept, and [`Hit::size`] drops the value (the
 /// units parser rejects such text). The unit may follow up to two spaces, or the
 /// replacement of an undecodable one (a CP1252 no-break space): `3.00  GiB` is 3 GiB.
 pub const SZ: &str = r"-?(?:[0-9][0-9,]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?(?:[\x00\x{2400}-\x{2421}\x{FFFD}]\S*)?|(?:[nN]a[nN]|[iI]nf(?:inity)?)\b)(?:[\s\x{FFFD}]{0,2}(?:[KMGTPE]i?B|[KMGTPE]|B|bytes?)\b)?";
+=======
+/// a NUL byte inside the number — so that the grammar still matches, the finding is
+/// kept, and [`Hit::size`] drops the value (the units parser rejects such text).
+pub const SZ: &str = r"-?(?:[0-9][0-9,]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?(?:\x00\S*)?|(?:[nN]a[nN]|[iI]nf(?:inity)?)\b)(?:\s{0,2}(?:[KMGTPE]i?B|[KMGTPE]|B|bytes?)\b)?";
+>>>>>>> main
 
 /// Compile a grammar, substituting `{SZ}` for the size pattern.
 pub fn re(pattern: &str) -> Regex {
@@ -102,6 +110,10 @@ pub struct Hit {
     pub platform: Option<Platform>,
     pub phase: Option<Phase>,
     pub confidence: Confidence,
+    /// Why the confidence is `likely` (the message does not say memory).
+    pub confidence_reason: Option<String>,
+    /// Sizes that were printed but dropped as implausible, and why.
+    pub size_notes: Vec<String>,
     /// Conditions the recognizer knows directly (`early_abort`, `legacy_message`, …).
     pub flags: BTreeSet<&'static str>,
     /// A vendor code printed with this message.
@@ -124,6 +136,8 @@ impl Hit {
             platform: None,
             phase: None,
             confidence: Confidence::Certain,
+            confidence_reason: None,
+            size_notes: Vec::new(),
             flags: BTreeSet::new(),
             code_in_log: None,
             priority: 50,
@@ -136,8 +150,40 @@ impl Hit {
 
     pub fn size_in(&mut self, key: SizeKey, text: &str, style: UnitStyle) -> &mut Self {
         if let Some(p) = parse_size_in(text, style) {
-            self.sizes.retain(|(k, _)| *k != key);
-            self.sizes.push((key, p));
+            self.put(key, p);
+        }
+        self
+    }
+
+    /// Set a size unless it is an overflow (then it becomes a note, see [`crate::sizes::not_overflow`]).
+    pub fn put(&mut self, key: SizeKey, p: PrintedSize) -> &mut Self {
+        if let Some(note) = crate::sizes::not_overflow(&p) {
+            let note = format!("{note} ({})", key.name());
+            if !self.size_notes.contains(&note) {
+                self.size_notes.push(note);
+            }
+            return self;
+        }
+        self.sizes.retain(|(k, _)| *k != key);
+        self.sizes.push((key, p));
+        self
+    }
+
+    /// Fill the keys this hit has no size for from the labeled sizes of `text` (tables,
+    /// `Label : value` lines, any layout [`crate::sizes::labeled`] reads).
+    pub fn labeled_sizes(&mut self, text: &str, style: UnitStyle) -> &mut Self {
+        let found = crate::sizes::labeled(text, style);
+        for l in found.sizes {
+            if let Some(k) = l.key {
+                if self.get(k).is_none() {
+                    self.sizes.push((k, l.size));
+                }
+            }
+        }
+        for n in found.notes {
+            if !self.size_notes.contains(&n) {
+                self.size_notes.push(n);
+            }
         }
         self
     }
@@ -151,9 +197,7 @@ impl Hit {
     }
 
     pub fn bytes(&mut self, key: SizeKey, bytes: u64, text: String) -> &mut Self {
-        self.sizes.retain(|(k, _)| *k != key);
-        self.sizes.push((key, PrintedSize { bytes, text, exact: true }));
-        self
+        self.put(key, PrintedSize { bytes, text, exact: true })
     }
 
     pub fn get(&self, key: SizeKey) -> Option<u64> {
@@ -198,6 +242,13 @@ impl Hit {
         self
     }
 
+    /// A memory failure in disguise: `likely`, and why.
+    pub fn likely(&mut self, reason: &str) -> &mut Self {
+        self.confidence = Confidence::Likely;
+        self.confidence_reason = Some(reason.to_string());
+        self
+    }
+
     pub fn flag(&mut self, f: &'static str) -> &mut Self {
         self.flags.insert(f);
         self
@@ -219,6 +270,7 @@ pub fn recognize_all(flat: &Flat) -> Vec<Hit> {
     tensorflow::recognize(t, &mut hits);
     misc::recognize(t, &mut hits);
     host::recognize(t, &mut hits);
+    cluster::recognize(t, &mut hits);
     ggml::recognize(t, &mut hits);
     runtimes::recognize(t, &mut hits);
     serving::recognize(t, &mut hits);

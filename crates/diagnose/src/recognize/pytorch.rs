@@ -30,6 +30,9 @@ grammar!(process_total, r"this process has\s+(?P<v>{SZ})\s+memory in use");
 grammar!(process_line, r"Process\s+(?P<pid>\d+)\s+has\s+(?P<v>{SZ})\s+memory in use");
 grammar!(allowed, r"(?P<v>{SZ})\s+allowed;");
 grammar!(private_pools, r"with\s+(?P<v>{SZ})\s+allocated in private pools");
+// `aten/src/ATen/mps/MPSAllocator.mm` alloc_buffer_block: one buffer larger than the device's
+// maximum buffer length (`TORCH_CHECK(size < m_max_buffer_size, "Invalid buffer size: ", format_size(size))`).
+grammar!(mps_buffer_size, r"Invalid buffer size:\s*(?P<req>{SZ})");
 grammar!(mps, r"MPS backend out of memory \(MPS allocated:\s*(?P<a>{SZ}),\s*other allocations:\s*(?P<o>{SZ}),\s*max allowed:\s*(?P<m>{SZ})\)\.?(?:\s*Tried to allocate\s+(?P<req>{SZ})(?:\s+on\s+(?P<pool>\w+)\s+pool)?)?");
 grammar!(cuda_error, r"(?P<dev>CUDA|HIP) error:\s*out of memory|(?P<dev2>cudaMalloc|hipMalloc)(?:Async|Managed)? failed:? out of memory|(?P<dev3>CUDA|HIP): out of memory");
 grammar!(thc, r"THCudaCheck FAIL file=(?P<file>\S+) line=(?P<line>\d+) error=2 : out of memory");
@@ -89,6 +92,24 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                 // No table pasted: the message alone does not say whether a fraction was set.
                 _ => {}
             }
+            // The same table in other paste forms (Markdown bold, quotes, HTML cells): what the
+            // fields above did not read, except the cap, which is decided above.
+            let after = window(t, m.end(), 900);
+            let table_end = after.find("\n\n").unwrap_or(after.len());
+            let found = crate::sizes::labeled(&after[..table_end], oomdoc_units::UnitStyle::Binary);
+            for l in found.sizes {
+                if let Some(k) = l.key.filter(|k| *k != SizeKey::Limit) {
+                    if h.get(k).is_none() {
+                        h.put(k, l.size);
+                        end = end.max(m.end() + l.end);
+                    }
+                }
+            }
+            for n in found.notes {
+                if !h.size_notes.contains(&n) {
+                    h.size_notes.push(n);
+                }
+            }
             h.end = end;
             hits.push(h);
         }
@@ -101,6 +122,19 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.phase = Some(Phase::Runtime);
             h.space("device");
             h.priority = 22;
+            hits.push(h);
+        }
+    }
+    if has(t, "Invalid buffer size") {
+        for c in mps_buffer_size().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("pytorch.mps-buffer-size", m.start(), m.end());
+            h.platform = Some(Platform::Mps);
+            h.phase = Some(Phase::Runtime);
+            h.space("device");
+            h.cap_size(SizeKey::Requested, &c, "req");
+            h.flag("framework_pytorch").flag("block_size_limit");
+            h.priority = 10;
             hits.push(h);
         }
     }

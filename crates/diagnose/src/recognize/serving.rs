@@ -31,6 +31,8 @@ pub const TRIGGERS: &[&str] = &[
     "stored in KV cache",
     "KV cache is needed",
     "Available KV cache memory: -",
+    // A hard-wrapped "… KV cach\ne is needed, which is larger than the available KV cache memory".
+    "available KV cache memory",
     "on startup is less than desired",
     "occurred when warming up",
     "increase --mem-fraction-static",

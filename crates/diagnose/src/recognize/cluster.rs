@@ -1,0 +1,215 @@
+//! Resource managers and notebooks that kill a job for the memory it used: YARN's container
+//! monitor, Kubernetes' kubelet eviction, Ray's memory monitor, Dask's nanny, SLURM's step
+//! memory limit, systemd-oomd, Colab's runtime and a Jupyter kernel that died. The job's
+//! own log only shows the kill; these messages say which limit it crossed, with numbers.
+//!
+//! Formats, from the sources that print them:
+//! - Hadoop YARN `ContainersMonitorImpl` ("Container [pid=..] is running beyond physical memory
+//!   limits. Current usage: 2.1 GB of 2 GB physical memory used"), as Spark relays it: "Container
+//!   killed by YARN for exceeding memory limits. 8.2 GB of 8 GB physical memory used";
+//!   binary units (Hadoop's TraditionalBinaryPrefix).
+//! - kubelet eviction manager: "The node was low on resource: memory. [Threshold quantity: 100Mi,
+//!   available: 20948Ki.] Container X was using 30332Ki, which exceeds its request of 0."
+//!   (Kubernetes quantities: Ki/Mi/Gi are binary).
+//! - Ray memory monitor: "Task was killed due to the node running low on memory. Memory on the node
+//!   (IP: ..) where the task (.., memory used=2.22GB) was running was 59.49GB / 62.58GB (0.950744),
+//!   which exceeds the memory usage threshold of 0.95."; raylet: "N Workers (tasks / actors) killed
+//!   due to memory pressure (OOM)".
+//! - Dask distributed nanny: "Worker exceeded 95% memory budget. Restarting" (newer: "Worker
+//!   tcp://.. (pid=..) exceeded 95% memory budget. Restarting...").
+//! - SLURM slurmstepd: "Job 848444 exceeded memory limit (33715636 > 32757760), being killed"
+//!   (KiB), "Exceeded job memory limit", "Some of the step tasks have been OOM Killed".
+//! - systemd-oomd: "Killed <cgroup> due to memory pressure for <cgroup> being 51.07% > 50.00% for
+//!   > 20s with reclaim activity".
+//! - Colab: "Your session crashed after using all available RAM."; Jupyter: "The kernel appears
+//!   to have died. It will restart automatically." (a kill without a traceback: likely memory).
+
+use super::{has, Hit};
+use crate::finding::SizeKey;
+use crate::grammar;
+use oomdoc_kb::{Phase, Platform};
+
+/// Literals that can start a block for this module's messages (each contains a scanner anchor).
+pub const TRIGGERS: &[&str] = &[
+    "for exceeding memory limits",
+    "beyond physical memory limits",
+    "beyond virtual memory limits",
+    "low on resource: memory",
+    "running low on memory",
+    "due to memory pressure",
+    "memory budget",
+    "exceeded memory limit",
+    "Exceeded job memory limit",
+    "Exceeded step memory limit",
+    "using all available RAM",
+    "kernel appears to have died",
+    "ipynb appears to have died",
+];
+
+grammar!(
+    yarn,
+    r"(?:Container killed by YARN for exceeding memory limits\.?\s*|is running beyond (?:physical|virtual) memory limits\.\s*Current usage:\s*)(?P<used>{SZ}) of (?P<lim>{SZ}) (?P<kind>physical|virtual) memory used"
+);
+grammar!(
+    k8s_evicted,
+    r"The node was low on resource: memory\.(?:\s*Threshold quantity:\s*(?P<thr>[\w.]+), available:\s*(?P<avail>[\w.]+)\.)?(?:\s*Container (?P<c>[\w.-]+) was using (?P<used>\d+(?:Ki|Mi|Gi)?), (?:which exceeds its request of (?P<req>[\w.]+)|request is (?P<req2>[\w.]+)))?"
+);
+grammar!(
+    ray_task,
+    r"(?:\d+ worker\(s\) were killed|Task was killed) due to the node running low on memory\.(?:\s*Memory on the node \([^)\n]*\)(?: where the (?:task|lease|actor)[^\n]*?memory used=(?P<task>[\d.]+GB)\))?[^\n]*? was (?P<used>[\d.]+GB) / (?P<total>[\d.]+GB) \((?P<frac>[\d.]+)\), which exceeds the memory usage threshold of (?P<thr>[\d.]+))?"
+);
+grammar!(ray_raylet, r"(?P<n>\d+) Workers \(tasks / actors\) killed due to memory pressure \(OOM\)");
+grammar!(dask, r"Worker (?:[\w:/.\-]+ \(pid=\d+\) )?exceeded (?P<pct>\d+)% memory budget\.\s*Restarting\.*");
+grammar!(
+    slurm_limit,
+    r"(?:Job|Step) [\d.]+(?:\.\w+)? exceeded memory limit \((?P<used>\d+) > (?P<lim>\d+)\), being killed|Exceeded (?:job|step) memory limit|Some of the step tasks have been OOM Killed"
+);
+grammar!(
+    oomd,
+    r"Killed (?P<cg>/\S+) due to memory pressure for (?P<parent>/\S+) being (?P<p>[\d.]+)% > (?P<lim>[\d.]+)% for > (?P<dur>\w+) with reclaim activity"
+);
+grammar!(colab, r"Your session crashed after using all available RAM\.?");
+grammar!(kernel_died, r"(?:Kernel Restarting\s+)?The kernel (?:for [^\n]{1,200} )?appears to have died\. It will restart automatically\.?");
+
+fn host(id: &'static str, start: usize, end: usize) -> Hit {
+    Hit::new(id, start, end).on(Platform::Cpu).during(Phase::Runtime).in_space("host").ranked(18)
+}
+
+/// A Kubernetes quantity in bytes: plain, or with a binary (Ki, Mi, Gi, Ti) or decimal (k, M, G) suffix.
+fn k8s_bytes(q: &str) -> Option<u64> {
+    let i = q.find(|c: char| !c.is_ascii_digit()).unwrap_or(q.len());
+    let n: u64 = q[..i].parse().ok()?;
+    let mult: u64 = match &q[i..] {
+        "" => 1,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        "Ti" => 1 << 40,
+        "k" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
+    if has(t, "memory limits") {
+        for c in yarn().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host("cluster.yarn-memory-limit", m.start(), m.end());
+            h.cap_size(SizeKey::Used, &c, "used").cap_size(SizeKey::Limit, &c, "lim");
+            h.detail("memory_kind", &c["kind"]);
+            hits.push(h);
+        }
+    }
+    if has(t, "low on resource: memory") {
+        for c in k8s_evicted().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host("cluster.k8s-eviction", m.start(), m.end());
+            if let Some(u) = c.name("used") {
+                if let Some(b) = k8s_bytes(u.as_str()) {
+                    h.bytes(SizeKey::Used, b, u.as_str().to_string());
+                }
+            }
+            if let Some(r) = c.name("req").or(c.name("req2")) {
+                h.detail("memory_request", r.as_str());
+                h.detail("memory_request_bytes", k8s_bytes(r.as_str()));
+            }
+            if let Some(c) = c.name("c") {
+                h.culprit.op = Some(format!("container {}", c.as_str()));
+            }
+            for (g, k) in [("thr", "eviction_threshold"), ("avail", "node_available")] {
+                if let Some(v) = c.name(g) {
+                    h.detail(k, v.as_str());
+                }
+            }
+            hits.push(h);
+        }
+    }
+    if has(t, "running low on memory") {
+        for c in ray_task().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host("cluster.ray-memory-monitor", m.start(), m.end());
+            h.cap_size(SizeKey::Used, &c, "used").cap_size(SizeKey::Total, &c, "total");
+            if let Some(v) = c.name("task") {
+                h.detail("task_memory_used", v.as_str());
+            }
+            if let Some(v) = c.name("thr").and_then(|v| v.as_str().parse::<f64>().ok()) {
+                h.detail("usage_threshold", v);
+            }
+            hits.push(h);
+        }
+    }
+    if has(t, "due to memory pressure") {
+        for c in ray_raylet().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host("cluster.ray-memory-monitor", m.start(), m.end());
+            h.detail("workers_killed", c["n"].parse::<u64>().ok());
+            hits.push(h);
+        }
+        for c in oomd().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host("host.oom-killer", m.start(), m.end());
+            h.detail("killer", "systemd-oomd").detail("memory_pressure", format!("{}% > {}% for > {}", &c["p"], &c["lim"], &c["dur"]));
+            h.culprit.op = Some(c["cg"].to_string());
+            hits.push(h);
+        }
+    }
+    if has(t, "memory budget") {
+        for c in dask().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host("cluster.dask-worker-memory", m.start(), m.end());
+            h.detail("budget_fraction", c["pct"].parse::<u64>().ok().map(|p| p as f64 / 100.0));
+            hits.push(h);
+        }
+    }
+    if has(t, "memory limit") || has(t, "OOM Killed") {
+        for c in slurm_limit().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            // "Exceeded step memory limit at some point." is slurmstepd's note on a step that
+            // went on (memory may have been swapped out), not a kill.
+            if t[m.end()..].starts_with(" at some point") {
+                continue;
+            }
+            let mut h = host("host.oom-killer", m.start(), m.end());
+            h.detail("killer", "slurm");
+            // slurmstepd prints KiB.
+            for (g, k) in [("used", SizeKey::Used), ("lim", SizeKey::Limit)] {
+                if let Some(v) = c.name(g).and_then(|v| v.as_str().parse::<u64>().ok()) {
+                    h.bytes(k, v.saturating_mul(1024), format!("{v} KiB"));
+                }
+            }
+            hits.push(h);
+        }
+    }
+    if has(t, "using all available RAM") {
+        for m in colab().find_iter(t) {
+            let mut h = host("host.oom-killer", m.start(), m.end());
+            h.detail("killer", "colab");
+            hits.push(h);
+        }
+    }
+    if has(t, "appears to have died") {
+        for m in kernel_died().find_iter(t) {
+            let mut h = host("host.oom-killer", m.start(), m.end());
+            h.detail("killer", "jupyter");
+            h.likely("a notebook kernel that dies without a traceback was most often killed for the memory it used; a crash in native code looks the same");
+            h.priority = 45;
+            hits.push(h);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubernetes_quantities() {
+        assert_eq!(k8s_bytes("30332Ki"), Some(30332 << 10));
+        assert_eq!(k8s_bytes("12Gi"), Some(12 << 30));
+        assert_eq!(k8s_bytes("0"), Some(0));
+        assert_eq!(k8s_bytes("12x"), None);
+    }
+}
