@@ -12,11 +12,13 @@ memory for the history (not measured here: it needs a GPU; see python/README.md)
 from __future__ import annotations
 
 import os
-import threading
-from typing import Any, Dict, Optional
+from typing import Optional
 
-_lock = threading.Lock()
-_state: Dict[str, Any] = {}
+from . import _arm
+
+# The state the observer writes (shared with `oomdoc run --record-snapshot`'s sitecustomize,
+# which is the same file, oomdoc/_arm.py).
+_state = _arm._state
 
 
 def record(max_entries: int = 100_000, directory: Optional[str] = None) -> None:
@@ -31,29 +33,10 @@ def record(max_entries: int = 100_000, directory: Optional[str] = None) -> None:
         raise RuntimeError("oomdoc: record=True needs PyTorch (import torch failed)") from e
     if not torch.cuda.is_available():
         raise RuntimeError("oomdoc: record=True needs a CUDA device (torch.cuda.is_available() is False)")
-    with _lock:
-        _state["directory"] = directory or os.environ.get("OOMDOC_SNAPSHOT_DIR") or os.getcwd()
-        if _state.get("recording"):
-            return
-        torch.cuda.memory._record_memory_history(max_entries=max_entries)
-        torch._C._cuda_attach_out_of_memory_observer(_on_oom)
-        _state["recording"] = True
+    _arm.arm(torch, max_entries, directory or os.environ.get("OOMDOC_SNAPSHOT_DIR") or os.getcwd())
 
 
-def _on_oom(device: int, alloc: int, device_allocated: int, device_free: int) -> None:
-    # Called by the allocator with its lock released, before OutOfMemoryError is raised.
-    try:
-        import torch
-
-        path = os.path.join(_state.get("directory") or os.getcwd(), f"oomdoc-snapshot-{os.getpid()}-gpu{device}.pickle")
-        with _lock:
-            if path in _state.setdefault("dumped", set()):
-                return
-            _state["dumped"].add(path)
-        torch.cuda.memory._dump_snapshot(path)
-        _state["last"] = path
-    except Exception:  # an observer must never turn the OOM into another error
-        pass
+_on_oom = _arm._on_oom
 
 
 def last_snapshot() -> Optional[str]:

@@ -56,6 +56,10 @@ pub struct Options {
     /// A PyTorch CUDA memory snapshot, read once: attach what was live at its OOM (or
     /// peak), by call site, to each PyTorch memory finding.
     pub snapshot: Option<std::sync::Arc<snapshot::SnapshotInput>>,
+    /// A directory a recording job dumps snapshots into (`oomdoc run --record-snapshot`):
+    /// when the scan finishes, its newest snapshot is read and attached as `snapshot` is
+    /// (which wins when both are set).
+    pub snapshot_dir: Option<std::path::PathBuf>,
     /// Threads for the literal search of one log: 0 = every core. Callers that
     /// diagnose many logs at once give each 1 and run the logs in parallel.
     pub threads: usize,
@@ -192,6 +196,8 @@ impl Collector {
         let truncated = self.truncated;
         let settings: String = ctx.lines.iter().map(|l| l.1.as_str()).collect::<Vec<_>>().join("\n");
         let mut dump_notes: Vec<String> = Vec::new();
+        let late_snapshot = opts.snapshot.is_none().then(|| opts.snapshot_dir.as_deref().and_then(snapshot::newest_in)).flatten().and_then(|p| snapshot::SnapshotInput::load(&p).ok());
+        let snapshot = opts.snapshot.as_deref().or(late_snapshot.as_ref());
         let mut findings: Vec<Finding> = self
             .pending
             .into_iter()
@@ -205,7 +211,7 @@ impl Collector {
                         dump_notes.push(note);
                     }
                 }
-                if let Some(snap) = &opts.snapshot {
+                if let Some(snap) = snapshot {
                     if f.framework.is_none() {
                         f.framework = context::frameworks(&p.block_text).first().map(|s| s.to_string());
                     }

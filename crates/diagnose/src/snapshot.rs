@@ -27,6 +27,17 @@ impl SnapshotInput {
     }
 }
 
+/// The most recently written snapshot (`*.pickle`) in `dir`, if any.
+pub fn newest_in(dir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "pickle") && e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .max()
+        .map(|(_, p)| p)
+}
+
 /// Findings a CUDA-allocator snapshot can explain.
 pub fn applies(f: &Finding) -> bool {
     f.id.starts_with("pytorch.") || f.framework.as_deref() == Some("pytorch")

@@ -339,3 +339,105 @@ fn background_child_holding_the_output_does_not_hang() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(text(&out.stdout), "hi\n");
 }
+
+/// The real 3-GPU snapshot whose device 1 ran out of memory (its author published the
+/// snapshot, not the log), and PyTorch's OOM message written from its own `oom` entry, as
+/// in diagnose_cli's snapshot test.
+fn oom_snapshot() -> (PathBuf, &'static str) {
+    let snap = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/pytorch-snapshots/g4-compile-context-expandable-3gpu-OOM.pickle");
+    assert!(snap.is_file(), "{} is missing (shared/ fixtures)", snap.display());
+    (snap, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.94 GiB. GPU 1 has a total capacity of 79.25 GiB of which 91.25 MiB is free.")
+}
+
+/// `--record-snapshot`: the job finds the directory and the bound in its environment, the
+/// snapshot it leaves there is attached to the failure and kept next to the report, and
+/// the temp directory goes.
+#[test]
+fn recorded_snapshot_is_attached_to_the_failure() {
+    let dir = temp_dir("record");
+    let (snap, msg) = oom_snapshot();
+    let seen = dir.join("seen.txt");
+    let job = script(
+        &dir,
+        &format!(
+            "[ -d \"$OOMDOC_RECORD_SNAPSHOT_DIR\" ] && [ \"$OOMDOC_RECORD_MAX_ENTRIES\" = 100000 ] || exit 3\n\
+             [ -f \"${{PYTHONPATH%%:*}}/sitecustomize.py\" ] || exit 4\n\
+             echo \"$OOMDOC_RECORD_SNAPSHOT_DIR\" > '{}'\n\
+             cp '{}' \"$OOMDOC_RECORD_SNAPSHOT_DIR/oomdoc-snapshot-4242-gpu1.pickle\"\n\
+             echo '{msg}' >&2\nexit 1",
+            seen.display(),
+            snap.display()
+        ),
+    );
+    let rep = dir.join("report.json");
+    let out = oomdoc().args(["run", "--record-snapshot", "--report"]).arg(&rep).arg("--").arg("sh").arg(&job).env_remove("OOMDOC_RECORD_MAX_ENTRIES").output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let v = report(&rep);
+    let m = &v["findings"][0]["memory"];
+    assert_eq!(m["device"], 1, "{v}");
+    assert_eq!(m["live_at"], "oom");
+    assert!(m["top_call_sites"][0]["call_site"].as_str().unwrap().ends_with("models.py:174:update_nodes"), "{m}");
+    let kept = dir.join("oomdoc-snapshot-4242-gpu1.pickle");
+    assert_eq!(m["snapshot"], kept.display().to_string());
+    assert!(kept.is_file());
+    assert!(text(&out.stderr).contains(&format!("snapshot recorded at the failure: {}", kept.display())), "{}", text(&out.stderr));
+    let tmp = std::fs::read_to_string(&seen).unwrap();
+    assert!(!Path::new(tmp.trim()).parent().unwrap().exists(), "the temp directory {tmp} is left");
+}
+
+/// The sitecustomize oomdoc writes, with a stand-in `torch` that logs what is called: it
+/// arms nothing until torch is imported, then bounded history and the OOM observer, whose
+/// dump is attached; the user's own sitecustomize still runs.
+#[test]
+fn record_snapshot_arms_python_when_torch_is_imported() {
+    if Command::new("python3").arg("-c").arg("pass").output().map_or(true, |o| !o.status.success()) {
+        eprintln!("python3 is not here: skipped");
+        return;
+    }
+    let dir = temp_dir("record-py");
+    let (snap, msg) = oom_snapshot();
+    let write = |rel: &str, body: &str| {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, body).unwrap();
+    };
+    let log = "import os\ndef log(s):\n    open(os.environ['FAKE_TORCH_LOG'], 'a').write(s + '\\n')\n";
+    write("user/sitecustomize.py", &format!("{log}log('user sitecustomize')\n"));
+    write("fake/torch/__init__.py", "from . import _C, cuda\n");
+    write("fake/torch/_C.py", &format!("{log}observers = []\ndef _cuda_attach_out_of_memory_observer(fn):\n    observers.append(fn)\n    log('observer ' + fn.__name__)\n"));
+    write("fake/torch/cuda/__init__.py", "from . import memory\ndef is_available():\n    return True\n");
+    write(
+        "fake/torch/cuda/memory.py",
+        &format!("{log}import shutil\ndef _record_memory_history(**kw):\n    log('record ' + repr(kw))\ndef _dump_snapshot(path):\n    shutil.copy(os.environ['FAKE_SNAPSHOT'], path)\n"),
+    );
+    let calls = dir.join("calls.txt");
+    let pythonpath = format!("{}:{}", dir.join("fake").display(), dir.join("user").display());
+    let run = |code: &str| {
+        let _ = std::fs::remove_file(&calls);
+        let rep = dir.join("report.json");
+        let out = oomdoc()
+            .args(["run", "--record-snapshot", "--report"])
+            .arg(&rep)
+            .args(["--", "python3", "-c", code])
+            .env("PYTHONPATH", &pythonpath)
+            .env("FAKE_TORCH_LOG", &calls)
+            .env("FAKE_SNAPSHOT", &snap)
+            .env("OOMDOC_RECORD_MAX_ENTRIES", "5000")
+            .output()
+            .unwrap();
+        (out, std::fs::read_to_string(&calls).unwrap_or_default(), report(&rep))
+    };
+    // No torch imported: only the user's sitecustomize ran.
+    let (out, called, _) = run("import sys; print('ok')");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "ok\n");
+    assert_eq!(called, "user sitecustomize\n");
+    // torch imported: armed once, with the bound; the observer's dump is attached.
+    let code = format!("import sys, torch\ntorch._C.observers[0](1, 5308694528, 0, 95682560)\nsys.stderr.write({msg:?} + '\\n')\nsys.exit(1)");
+    let (out, called, v) = run(&code);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(called, "user sitecustomize\nrecord {'max_entries': 5000}\nobserver _on_oom\n");
+    let m = &v["findings"][0]["memory"];
+    assert!(m["top_call_sites"][0]["call_site"].as_str().unwrap().ends_with("models.py:174:update_nodes"), "{v}");
+    assert!(m["snapshot"].as_str().unwrap().ends_with("-gpu1.pickle"), "{m}");
+}

@@ -8,4 +8,5 @@ pub mod plan;
 #[cfg(unix)]
 pub mod run;
 pub mod post;
+pub mod record;
 pub mod serve;

@@ -49,6 +49,12 @@ pub struct RunArgs {
     /// With --xla-dump: dump into DIR and keep it (the temporary dump is removed otherwise).
     #[arg(long, value_name = "DIR")]
     pub keep_dump: Option<PathBuf>,
+    /// Make a Python child record PyTorch's CUDA allocation history (bounded; its
+    /// sitecustomize arms it when torch is imported) and dump a snapshot at the OOM; attach
+    /// what was live, by call site, as `diagnose --snapshot` does, and keep the snapshot
+    /// (next to --report, else in the temp directory printed).
+    #[arg(long)]
+    pub record_snapshot: bool,
     /// Never give the command a pseudo-terminal (plain pipes even on a terminal).
     #[arg(long)]
     pub no_pty: bool,
@@ -446,8 +452,13 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
         None
     };
 
+    let recording = if args.record_snapshot { Some(super::record::Recording::prepare().map_err(|e| (2, e))?) } else { None };
+
     let mut cmd = Command::new(&args.command[0]);
     cmd.args(&args.command[1..]);
+    if let Some(r) = &recording {
+        r.arm(&mut cmd);
+    }
     if let Some((dir, _)) = &dump_dir {
         // Appended to the user's own flags, kept byte for byte.
         let mut flags = std::env::var_os("XLA_FLAGS").unwrap_or_default();
@@ -526,6 +537,9 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
             if let Some((dir, false)) = &dump_dir {
                 let _ = std::fs::remove_dir_all(dir);
             }
+            if let Some(r) = &recording {
+                r.discard();
+            }
             let msg = format!("cannot run `{shown}`: {e}");
             if let Some(file) = &report_file {
                 let mut v = serde_json::to_value(Report::default()).expect("report serializes");
@@ -578,6 +592,7 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
     // so its buffers count in the facts and fixes as with `diagnose --dump`.
     let mut opts_scan = Options { lang: args.lang, threads: 1, ..Options::default() };
     opts_scan.dump = dump_dir.as_ref().map(|(d, _)| d.clone());
+    opts_scan.snapshot_dir = recording.as_ref().map(|r| r.snapshots.clone());
     let reader = ChannelReader { rx, cur: Vec::new(), pos: 0, stop: stop.clone() };
     let scanner = std::thread::spawn(move || diagnose_reader(reader, &opts_scan));
     let (done_tx, done_rx) = sync_channel::<()>(sources.len());
@@ -612,6 +627,9 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
         if let Some((dir, false)) = &dump_dir {
             let _ = std::fs::remove_dir_all(dir);
         }
+        if let Some(kept) = recording.as_ref().and_then(|r| r.finish(None)) {
+            eprintln!("oomdoc: note: PyTorch memory snapshot recorded in {}", oomdoc_units::terminal::escape(&kept.display().to_string()));
+        }
         return Ok(ended.shell_status());
     }
     let mut report = match scanner.join() {
@@ -630,6 +648,22 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
         let job = tree.pids();
         if let Some(n) = add_kill_finding(&mut report, ended, pid, &job, &before, &after, &shown, &opts) {
             report.notes.push(n);
+        }
+    }
+    if let Some(r) = &recording {
+        let keep_in = args.report.as_deref().map(|p| p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")));
+        let attached = oomdoc_diagnose::snapshot::newest_in(&r.snapshots);
+        if let Some(kept) = r.finish(keep_in) {
+            // The findings name the snapshot where it now lies.
+            let (was, now) = (attached.map(|p| p.display().to_string()), kept.display().to_string());
+            for f in &mut report.findings {
+                if let Some(m) = f.memory.as_mut().and_then(|m| m.as_object_mut()) {
+                    if m.get("snapshot").and_then(|v| v.as_str()) == was.as_deref() {
+                        m.insert("snapshot".into(), now.clone().into());
+                    }
+                }
+            }
+            report.notes.push(format!("PyTorch memory snapshot recorded at the failure: {now}"));
         }
     }
     let code = ended.shell_status();
