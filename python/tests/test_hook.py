@@ -276,3 +276,30 @@ def test_a_dumped_snapshot_names_the_call_sites_in_the_diagnosis(monkeypatch):
     monkeypatch.setitem(oomdoc._record._state, "last", __file__)
     report, _, _ = _hook._diagnose(exc)
     assert "snapshot" not in report and report["findings"]
+
+
+def test_record_arms_through_the_shared_arm_module(monkeypatch, tmp_path):
+    # A stand-in torch (no GPU here): install(record=True) and `oomdoc run --record-snapshot`'s
+    # sitecustomize share oomdoc/_arm.py; this checks the calls and the observer's dump.
+    calls = []
+    torch = types.ModuleType("torch")
+    torch.cuda = types.SimpleNamespace(
+        is_available=lambda: True,
+        memory=types.SimpleNamespace(
+            _record_memory_history=lambda **kw: calls.append(("record", kw)),
+            _dump_snapshot=lambda path: (calls.append(("dump", path)), open(path, "wb").close()),
+        ),
+    )
+    torch._C = types.SimpleNamespace(_cuda_attach_out_of_memory_observer=lambda fn: calls.append(("observer", fn)))
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr(oomdoc._arm, "_state", {})
+    monkeypatch.setattr(oomdoc._record, "_state", oomdoc._arm._state)
+    oomdoc._record.record(max_entries=123, directory=str(tmp_path))
+    assert calls[0] == ("record", {"max_entries": 123})
+    assert calls[1] == ("observer", oomdoc._arm._on_oom)
+    assert oomdoc._record.recording()
+    oomdoc._arm._on_oom(2, 1 << 30, 0, 0)
+    oomdoc._arm._on_oom(2, 1 << 30, 0, 0)  # once per device
+    expected = str(tmp_path / f"oomdoc-snapshot-{os.getpid()}-gpu2.pickle")
+    assert [c for c in calls if c[0] == "dump"] == [("dump", expected)]
+    assert oomdoc._record.last_snapshot() == expected
