@@ -505,6 +505,7 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("implausible_request", "one request is 1 PiB or more (or the message says more than 1 EB): larger than any device or host, so the size itself is wrong (corrupt data, an overflowed or uninitialised shape)"),
     ("evaluation_phase", "the log shows the failure in an evaluation or validation step (evaluate, validation, model.eval()), where autograd graphs kept by a loop without no_grad are a program bug"),
     ("cublas_cuda_check_wording", "cuBLAS: the status is worded `CUDA error: CUBLAS_STATUS_…` (PyTorch's and ggml's CUDA checks), not TensorFlow's `failed to create cublas handle`"),
+    ("engine_budgets", "the log shows a serving engine that sizes its memory by its own budgets (vLLM, SGLang): max model length, concurrent sequences, memory fraction"),
     ("small_device", "PyTorch: the device's total capacity is 4 GiB or less (the CUDA context and a display take a large share)"),
     ("inference", "the job serves or runs inference (serving engine, generate(), a diffusion UI), not training"),
     ("serving", "the job is a serving engine (vLLM server, TGI, SGLang, llama.cpp server, Ollama)"),

@@ -241,6 +241,11 @@ fn case_conditions(case: &case::Case, x: &mut Facts) {
             x.set(&format!("{api}_api_ok"));
         }
     }
+    // A serving engine that sizes its memory by its own budgets: a PyTorch OOM inside it is
+    // fixed through those budgets, not the program's batch.
+    if case.has("vllm") || case.has("sglang") {
+        x.set("engine_budgets");
+    }
     if case.has("directml") {
         x.set("directml");
     }
