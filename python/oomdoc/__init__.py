@@ -44,22 +44,38 @@ __all__ = [
 _MAX_PATH = 4096
 
 
+# Endings of log files (also compressed): a one-word str ending so names a file.
+_LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl", ".gz", ".zst", ".xz", ".bz2")
+
+
 def _is_path(x: Any) -> bool:
+    """Whether ``x`` names a file or directory rather than holding log text. A str that
+    looks like a path (one word ending in a log file's suffix, or in ``/``) but names
+    nothing raises ``FileNotFoundError``, rather than being diagnosed as a one-line log."""
     if isinstance(x, os.PathLike):
         return True
     if isinstance(x, str) and x and "\n" not in x and len(x) < _MAX_PATH:
         try:
-            return os.path.isfile(x)
+            if os.path.exists(x):
+                return True
         except (OSError, ValueError):
             return False
+        looks_like_path = not any(c.isspace() for c in x) and (x.lower().endswith(_LOG_SUFFIXES) or x.endswith(("/", os.sep)))
+        if looks_like_path:
+            import errno
+
+            raise FileNotFoundError(errno.ENOENT, "no such file or directory (to diagnose text, pass the log's text itself)", x)
     return False
 
 
 def diagnose(text_or_path: Union[str, bytes, "os.PathLike[str]"], *, lang: str = "en") -> Dict[str, Any]:
     """Diagnose a log: the ``oomdoc diagnose --format json`` report as a dict.
 
-    ``text_or_path`` is the log text (``str`` or ``bytes``) or the path of a log file (a
-    ``PathLike``, or a one-line ``str`` naming an existing file); files are streamed, any size.
+    ``text_or_path`` is the log text (``str`` or ``bytes``) or the path of a log file or a
+    directory of logs (a ``PathLike``, or a one-line ``str`` naming one); files are streamed,
+    any size, and a directory is read as ``oomdoc diagnose DIR`` reads it (one merged report).
+    A one-word ``str`` that looks like a log's path (``train.log``) but names nothing raises
+    ``FileNotFoundError``.
     """
     return json.loads(_run(text_or_path, lang=lang)[0])
 

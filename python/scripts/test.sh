@@ -2,7 +2,8 @@
 # Build the Python package from source and run its tests, in a fresh virtual environment:
 #   bash python/scripts/test.sh
 # Steps: python/scripts/venv.sh (a fresh venv with jax (CPU), pytest and the MCP SDK) →
-# pip install ./python (maturin, fetched by pip, builds the Rust extension) → pytest python/tests.
+# maturin build (one abi3 wheel, for every Python >= 3.9, as users install it) → pip install
+# that wheel → pytest python/tests against it.
 # OOMDOC_PY_REUSE_VENV=1 keeps a venv venv.sh already made (scripts/test.sh makes it first).
 #
 # The extension is built with Cargo's dev profile into the workspace's target/ directory, so
@@ -28,12 +29,18 @@ else
 fi
 pip=("$venv/bin/python" -m pip --disable-pip-version-check)
 
-step "pip install ./python (maturin, profile $profile)"
-if [ "$profile" = "pip" ]; then
-    "${pip[@]}" install -q "$here"
-else
-    CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}" MATURIN_PEP517_ARGS="--profile $profile" "${pip[@]}" install -q "$here"
-fi
+step "maturin build (one abi3 wheel, profile $profile) and pip install it"
+"${pip[@]}" install -q "maturin>=1.5,<2"
+wheels="$root/target/wheels"
+rm -f "$wheels"/oomdoc-*.whl
+# The workspace's target/ directory: after `cargo test --workspace` only PyO3 and the
+# extension crate compile.
+CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}" "$venv/bin/maturin" build --quiet \
+    --manifest-path "$here/Cargo.toml" --profile "$profile" --interpreter "$venv/bin/python" --out "$wheels"
+wheel=$(ls "$wheels"/oomdoc-*-abi3-*.whl)
+[ "$(echo "$wheel" | wc -l)" = 1 ] || { echo "expected one abi3 wheel in $wheels, got: $wheel" >&2; exit 1; }
+echo "   $(basename "$wheel")"
+"${pip[@]}" install -q --force-reinstall --no-deps "$wheel"
 command -v "$venv/bin/oomdoc" >/dev/null || { echo "pip install ./python did not install the oomdoc command" >&2; exit 1; }
 
 step "pytest python/tests"

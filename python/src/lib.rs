@@ -58,7 +58,9 @@ fn diagnose_file(py: Python<'_>, path: std::path::PathBuf, lang: &str, facts: Op
     let l = opts.lang;
     py.allow_threads(move || {
         if path.is_dir() {
-            return Err(PyOSError::new_err(format!("{} is a directory, not a log file", path.display())));
+            // As `oomdoc diagnose DIR`: every log under it, one merged report.
+            let report = cli::cmd::diagnose::diagnose_paths(std::slice::from_ref(&path), &opts, None).map_err(|e| PyOSError::new_err(e.to_string()))?;
+            return Ok(rendered(&report, l, color));
         }
         let f = std::fs::File::open(&path).map_err(|e| PyOSError::new_err(format!("cannot read {}: {e}", path.display())))?;
         let report = diagnose_reader(std::io::BufReader::with_capacity(1 << 16, f), &opts)

@@ -47,6 +47,26 @@ def test_diagnose_bad_input():
     assert oomdoc.diagnose("no such file and no memory error")["findings"] == []
 
 
+def test_a_missing_log_path_is_an_error_not_text(tmp_path):
+    # The newcomer's case: a typo in the file name used to be diagnosed as the text "train.log".
+    for name in ["train.log", "runs/train.log.gz", "logs/"]:
+        with pytest.raises(FileNotFoundError):
+            oomdoc.diagnose(f"{tmp_path}/{name}")
+        with pytest.raises(FileNotFoundError):
+            oomdoc.diagnose(name)
+    # A one-line message is still text.
+    assert oomdoc.diagnose("RuntimeError: see train.log")["findings"] == []
+
+
+def test_a_directory_is_diagnosed_as_the_cli_does(tmp_path):
+    (tmp_path / "host1.log").write_text(TORCH_OOM + "\n")
+    (tmp_path / "host2.log").write_text("step 1\n")
+    r = oomdoc.diagnose(str(tmp_path))
+    assert r == cli_json("diagnose", str(tmp_path))
+    assert r["findings"][0]["id"] == "pytorch.cuda-oom"
+    assert oomdoc.diagnose(tmp_path) == r
+
+
 def test_explain_equals_cli_json():
     e = oomdoc.explain("E1001")
     assert e["id"] == "tpu.scoped-vmem"

@@ -25,13 +25,16 @@ pub enum Compression {
     Bzip2,
 }
 
-/// How the text of a log was encoded.
+/// How the text of a log was encoded; in JSON the names the README documents
+/// (`utf-8`, `utf-16le`, `utf-16be`, as IANA spells them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
-#[serde(rename_all = "kebab-case")]
 pub enum Encoding {
     #[default]
+    #[serde(rename = "utf-8")]
     Utf8,
+    #[serde(rename = "utf-16le")]
     Utf16Le,
+    #[serde(rename = "utf-16be")]
     Utf16Be,
 }
 
@@ -141,17 +144,44 @@ fn newlines_fit(body: &[u8], big_endian: bool) -> bool {
     !any
 }
 
+/// A zip archive (local file header, or the end record of an empty one).
+fn is_zip(head: &[u8]) -> bool {
+    head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06")
+}
+
+/// UTF-32 text (a BOM, or three NUL bytes in every four): read as UTF-16 it gave nothing.
+fn is_utf32(head: &[u8]) -> bool {
+    if head.starts_with(&[0xff, 0xfe, 0, 0]) || head.starts_with(&[0, 0, 0xfe, 0xff]) {
+        return true;
+    }
+    let quads = head.len() / 4;
+    quads >= 4 && head.chunks_exact(4).filter(|q| q.iter().filter(|&&b| b == 0).count() == 3).count() * 10 >= quads * 9
+}
+
+/// What to say about UTF-32 text, which is not read.
+pub const UTF32_HINT: &str = "is UTF-32 text, which oomdoc does not read; convert it first: `iconv -f UTF-32 -t UTF-8 log.txt > log.utf8.txt`";
+
+/// What to say about a zip archive, the usual issue attachment, which is not read.
+pub const ZIP_HINT: &str = "is a zip archive, which oomdoc does not read (it reads gzip, zstd, xz and bzip2 logs, and .tar.gz); unzip it and diagnose the folder: `unzip logs.zip -d logs && oomdoc diagnose logs`";
+
 /// Decode any log stream: decompress by magic bytes, then transcode UTF-16 to UTF-8.
+/// A zip archive is an error that says so ([`ZIP_HINT`]), not a log with no failure in it.
 pub fn decode<'a, R: Read + 'a>(mut inner: R) -> io::Result<Decoded<'a>> {
     let head = read_prefix(&mut inner, SNIFF)?;
+    if is_zip(&head) {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, ZIP_HINT));
+    }
     let compression = sniff_compression(&head);
+    if compression == Compression::None && is_utf32(&head) {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, UTF32_HINT));
+    }
     let notes: Arc<Mutex<Vec<String>>> = Arc::default();
     let raw = io::Cursor::new(head).chain(inner);
     let mut text: Box<dyn Read + 'a> = match compression {
         Compression::None => Box::new(raw),
         Compression::Gzip => Box::new(Lenient::new(flate2::read::MultiGzDecoder::new(raw), "gzip", notes.clone())),
         Compression::Zstd => Box::new(Lenient::new(crate::zstd_frames::ZstdReader::new(raw), "zstd", notes.clone())),
-        Compression::Xz => Box::new(Lenient::new(lzma_rust2::XzReader::new(raw, true), "xz", notes.clone())),
+        Compression::Xz => Box::new(Lenient::new(XzStreaming::new(raw), "xz", notes.clone())),
         Compression::Bzip2 => Box::new(Lenient::new(bzip2::read::MultiBzDecoder::new(raw), "bzip2", notes.clone())),
     };
     // Sniff the text encoding on the decompressed bytes.
@@ -199,7 +229,7 @@ pub fn plain_text_start(file: &std::fs::File) -> io::Result<Option<u64>> {
     }
     head.truncate(filled);
     let first = &head[..head.len().min(SNIFF)];
-    if sniff_compression(first) != Compression::None {
+    if sniff_compression(first) != Compression::None || is_zip(first) || is_utf32(first) {
         return Ok(None);
     }
     let (encoding, bom) = sniff_encoding(first);
@@ -220,7 +250,8 @@ pub fn plain_text_start(file: &std::fs::File) -> io::Result<Option<u64>> {
 pub fn is_probably_log(path: &Path) -> bool {
     let Ok(mut f) = std::fs::File::open(path) else { return false };
     let Ok(head) = read_prefix(&mut f, SNIFF) else { return false };
-    if sniff_compression(&head) != Compression::None {
+    // A zip is taken, to be reported as unreadable with the hint to unzip it.
+    if sniff_compression(&head) != Compression::None || is_zip(&head) {
         return true;
     }
     let (enc, _) = sniff_encoding(&head);
@@ -229,6 +260,36 @@ pub fn is_probably_log(path: &Path) -> bool {
     }
     let control = head.iter().filter(|&&b| b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t' | 0x1b | 0x0c)).count();
     !head.contains(&0) && control * 100 <= head.len().max(1)
+}
+
+/// At most `max` bytes of a stream; one more is an error of kind
+/// [`io::ErrorKind::FileTooLarge`] (not a silent cut: the rest may hold the failure).
+pub struct AtMost<R> {
+    inner: R,
+    left: u64,
+    max: u64,
+}
+
+impl<R> AtMost<R> {
+    pub fn new(inner: R, max: u64) -> Self {
+        AtMost { inner, left: max, max }
+    }
+}
+
+impl<R: Read> Read for AtMost<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        // One byte past the limit tells "exactly max" from "more".
+        let want = buf.len().min(usize::try_from(self.left.saturating_add(1)).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        if n as u64 > self.left {
+            return Err(io::Error::new(io::ErrorKind::FileTooLarge, format!("the log decompresses to more than {} bytes", self.max)));
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
 }
 
 /// Reads carriage returns as line feeds.
@@ -285,6 +346,70 @@ impl<R: Read> Read for Lenient<R> {
                     }
                     return Ok(0);
                 }
+            }
+        }
+    }
+}
+
+/// xz through the crate's sans-I/O decoder, fed a buffer at a time: everything decoded
+/// before a cut comes out, as `xz -dc` gives it. (The crate's `XzReader` reads each LZMA2
+/// chunk, up to 2 MiB of text, whole before decoding it, so a cut lost the chunk's text.)
+struct XzStreaming<R> {
+    inner: R,
+    stream: lzma_rust2::XzStream,
+    input: Vec<u8>,
+    pos: usize,
+    eof: bool,
+    done: bool,
+}
+
+impl<R: Read> XzStreaming<R> {
+    fn new(inner: R) -> Self {
+        XzStreaming { inner, stream: lzma_rust2::XzStream::new(true), input: Vec::new(), pos: 0, eof: false, done: false }
+    }
+}
+
+impl<R: Read> Read for XzStreaming<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() || self.done {
+            return Ok(0);
+        }
+        loop {
+            if self.pos >= self.input.len() && !self.eof {
+                self.input.resize(64 << 10, 0);
+                let n = loop {
+                    match self.inner.read(&mut self.input) {
+                        Ok(n) => break n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                };
+                self.input.truncate(n);
+                self.pos = 0;
+                self.eof = n == 0;
+            }
+            let bad = |e: io::Error| io::Error::new(io::ErrorKind::InvalidData, e.to_string());
+            // `Run` first, also at the end of input: it hands out what the decoder holds.
+            let r = self.stream.process(&self.input[self.pos..], buf, lzma_rust2::Action::Run).map_err(bad)?;
+            self.pos += r.bytes_consumed;
+            if r.status == lzma_rust2::Status::StreamEnd {
+                self.done = true;
+                return Ok(r.bytes_produced);
+            }
+            if r.bytes_produced > 0 {
+                return Ok(r.bytes_produced);
+            }
+            if self.eof && r.bytes_consumed == 0 {
+                // Nothing more comes out without input: a complete stream ends here; a cut
+                // one is an error (after everything before the cut was read).
+                let r = self.stream.process(&[], buf, lzma_rust2::Action::Finish).map_err(bad)?;
+                if r.status == lzma_rust2::Status::StreamEnd {
+                    self.done = true;
+                }
+                if r.bytes_produced > 0 || self.done {
+                    return Ok(r.bytes_produced);
+                }
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the xz stream ends before its end marker"));
             }
         }
     }
@@ -413,6 +538,45 @@ mod tests {
     }
 
     #[test]
+    fn encoding_names_are_the_documented_ones() {
+        let names: Vec<String> = [Encoding::Utf8, Encoding::Utf16Le, Encoding::Utf16Be].iter().map(|e| serde_json::to_string(e).unwrap()).collect();
+        assert_eq!(names, ["\"utf-8\"", "\"utf-16le\"", "\"utf-16be\""]);
+    }
+
+    #[test]
+    fn at_most_counts_decompressed_bytes() {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(&vec![b'x'; 1 << 20]).unwrap();
+        let gz = gz.finish().unwrap();
+        let d = decode(io::Cursor::new(gz)).unwrap();
+        let e = io::copy(&mut AtMost::new(d.reader, 100_000), &mut io::sink()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::FileTooLarge);
+        let mut exact = String::new();
+        AtMost::new(io::Cursor::new(b"abc".to_vec()), 3).read_to_string(&mut exact).unwrap();
+        assert_eq!(exact, "abc");
+    }
+
+    #[test]
+    fn utf32_says_to_convert_it() {
+        let mut b = vec![0xff, 0xfe, 0, 0];
+        for c in "torch.OutOfMemoryError: CUDA out of memory.\n".chars() {
+            b.extend_from_slice(&(c as u32).to_le_bytes());
+        }
+        assert!(decode(io::Cursor::new(b.clone())).err().unwrap().to_string().contains("UTF-32"));
+        // Without its BOM too; UTF-16 is not taken for it.
+        assert!(decode(io::Cursor::new(b[4..].to_vec())).err().unwrap().to_string().contains("UTF-32"));
+        assert!(decode(io::Cursor::new(utf16(MSG, false, false))).is_ok());
+    }
+
+    #[test]
+    fn a_zip_says_to_unzip_it() {
+        let mut zip = b"PK\x03\x04\x14\x00\x00\x00\x08\x00".to_vec();
+        zip.extend_from_slice(&[0x55; 200]);
+        let e = decode(io::Cursor::new(zip)).err().expect("a zip is an error");
+        assert!(e.to_string().contains("unzip it"), "{e}");
+    }
+
+    #[test]
     fn plain_utf8_and_bom() {
         assert_eq!(all(decode(io::Cursor::new(MSG.as_bytes().to_vec())).unwrap()), MSG);
         let mut b = vec![0xef, 0xbb, 0xbf];
@@ -459,6 +623,9 @@ mod tests {
         let d = decode(io::Cursor::new(stream.to_vec())).unwrap();
         assert_eq!(d.info.compression, Compression::Xz);
         assert_eq!(all(d), "hello xz\n");
+        // Two streams one after the other, as `cat a.xz b.xz`.
+        let d = decode(io::Cursor::new([stream, stream].concat())).unwrap();
+        assert_eq!(all(d), "hello xz\nhello xz\n");
 
         // zstd: a frame made by the reference encoder (`printf 'hello zstd\n' | zstd -c`).
         let frame: &[u8] = &[

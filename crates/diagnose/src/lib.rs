@@ -61,6 +61,10 @@ pub struct Options {
     pub threads: usize,
     /// Facts from the running program (the Python package's `diagnose_exception`).
     pub facts: Option<live::LiveFacts>,
+    /// Most bytes of text a log may decode to (after decompression): past it the read
+    /// fails with [`std::io::ErrorKind::FileTooLarge`]. A server sets its log limit here,
+    /// so a 1 MB zstd body cannot become 10 GiB of work; None reads to the end.
+    pub max_text_bytes: Option<u64>,
 }
 
 /// Distinct non-fatal findings kept (warnings, recognized non-memory errors); past
@@ -75,7 +79,10 @@ const MAX_FATAL: usize = 5000;
 pub fn diagnose_reader<R: Read>(reader: R, opts: &Options) -> std::io::Result<Report> {
     let decoded = input::decode(reader)?;
     let info = decoded.info.clone();
-    let mut report = diagnose_decoded(decoded.reader, opts)?;
+    let mut report = match opts.max_text_bytes {
+        Some(max) => diagnose_decoded(input::AtMost::new(decoded.reader, max), opts)?,
+        None => diagnose_decoded(decoded.reader, opts)?,
+    };
     if (info.compression, info.encoding, info.cr_only) != (input::Compression::None, input::Encoding::Utf8, false) {
         report.input = Some(InputFormat { compression: info.compression, encoding: info.encoding, cr_only: info.cr_only });
     }
@@ -184,14 +191,19 @@ impl Collector {
     fn finish(self, ctx: &scan::LogContext, opts: &Options) -> Report {
         let truncated = self.truncated;
         let settings: String = ctx.lines.iter().map(|l| l.1.as_str()).collect::<Vec<_>>().join("\n");
+        let mut dump_notes: Vec<String> = Vec::new();
         let mut findings: Vec<Finding> = self
             .pending
             .into_iter()
             .map(|mut p| {
                 let f = &mut p.finding;
                 // The dump may add the buffers at the peak, which the facts then count.
-                if let Some(dir) = &opts.dump {
-                    dump::attach(f, dir);
+                // Memory failures only: another error has no failing module to show.
+                if let (Some(dir), Kind::Oom) = (&opts.dump, f.kind) {
+                    let note = dump::attach(f, dir);
+                    if !dump_notes.contains(&note) {
+                        dump_notes.push(note);
+                    }
                 }
                 if let Some(snap) = &opts.snapshot {
                     if f.framework.is_none() {
@@ -225,7 +237,7 @@ impl Collector {
             first.first_fatal = true;
         }
         let folded = truncated.warnings + truncated.errors > 0;
-        Report { findings, truncated: folded.then_some(truncated), ..Report::default() }
+        Report { findings, truncated: folded.then_some(truncated), notes: dump_notes, ..Report::default() }
     }
 }
 

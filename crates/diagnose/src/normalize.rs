@@ -81,49 +81,6 @@ fn prefix_re() -> &'static Regex {
     })
 }
 
-/// Remove ANSI escape sequences (CSI and OSC).
-fn strip_ansi(s: &str) -> String {
-    if !s.contains('\x1b') {
-        return s.to_string();
-    }
-    let b = s.as_bytes();
-    let mut out = String::with_capacity(s.len());
-    let mut i = 0;
-    let mut last = 0;
-    while i < b.len() {
-        if b[i] == 0x1b {
-            out.push_str(&s[last..i]);
-            let mut j = i + 1;
-            if j < b.len() && b[j] == b'[' {
-                j += 1;
-                while j < b.len() && !(0x40..=0x7e).contains(&b[j]) {
-                    j += 1;
-                }
-                j += 1;
-            } else if j < b.len() && b[j] == b']' {
-                while j < b.len() && b[j] != 0x07 && !(b[j] == 0x1b && b.get(j + 1) == Some(&b'\\')) {
-                    j += 1;
-                }
-                j += if j < b.len() && b[j] == 0x1b { 2 } else { 1 };
-            } else {
-                j += 1;
-            }
-            i = j.min(b.len());
-            // Never split a UTF-8 character.
-            while i < b.len() && !s.is_char_boundary(i) {
-                i += 1;
-            }
-            last = i;
-        } else {
-            i += 1;
-        }
-    }
-    if last < b.len() {
-        out.push_str(&s[last..]);
-    }
-    out
-}
-
 /// Colour codes whose ESC byte was lost in a paste (`[2m[36m(Worker pid=1)[0m`).
 fn strip_orphan_sgr(s: &str) -> String {
     static RE: OnceLock<Regex> = OnceLock::new();
@@ -157,9 +114,12 @@ fn decode_lossy(raw: &[u8]) -> std::borrow::Cow<'_, str> {
 pub fn clean_line(line_no: u64, raw: &[u8]) -> CleanLine {
     let s = decode_lossy(raw);
     let s = s.trim_end_matches(['\r', '\n']);
-    let s = strip_ansi(s);
-    let s = strip_orphan_sgr(&s);
+    // Escape sequences and every other control a terminal acts on (C1, BEL, BS,
+    // bidi overrides) go here, so no renderer ever sees them.
+    // A carriage return inside a line is a progress bar's redraw: dropped, as ever.
     let s = s.replace('\r', "");
+    let s = oomdoc_units::terminal::clean(&s);
+    let s = strip_orphan_sgr(&s);
     let raw_len = s.chars().count();
     let mut text: &str = &s;
     let mut had_prefix = false;
@@ -337,6 +297,8 @@ mod tests {
     #[test]
     fn ansi_never_splits_utf8() {
         let s = "\x1b[1m内存\x1b[0m不足\x1b";
-        assert_eq!(strip_ansi(s), "内存不足");
+        assert_eq!(oomdoc_units::terminal::clean(s), "内存不足");
+        let l = clean_line(1, "op gmm\u{9b}2J\u{9b}H.1\x07\x08 at a.py:1\u{202e}".as_bytes());
+        assert_eq!(l.text, "op gmm.1␇␈ at a.py:1\u{fffd}");
     }
 }

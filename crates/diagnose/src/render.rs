@@ -4,6 +4,7 @@
 use crate::finding::{Finding, Report};
 use oomdoc_kb::{Kind, Lang, Severity};
 use oomdoc_units::format_bytes;
+use oomdoc_units::terminal;
 use std::fmt::Write;
 
 /// Terminal styles; all empty when colour is off.
@@ -57,13 +58,21 @@ fn md_link(r: &crate::finding::RefOut) -> String {
     }
 }
 
-/// Render a report for a terminal.
+/// Render a report for a terminal. Log text was cleaned when it was read; file names
+/// and notes are escaped here, and the whole page goes through [`terminal::clean_styled`]
+/// once more, so nothing but our own colours reaches the terminal.
 pub fn text(report: &Report, lang: Lang, color: bool) -> String {
+    let out = text_unchecked(report, lang, color);
+    terminal::clean_styled(&out).into_owned()
+}
+
+fn text_unchecked(report: &Report, lang: Lang, color: bool) -> String {
     let st = if color { &COLOR } else { &PLAIN };
     let w = words(lang);
     let mut out = String::new();
     if report.findings.is_empty() {
-        let _ = writeln!(out, "{}{}{} ({} {})", st.dim, w[7], st.reset, report.lines_scanned, w[6]);
+        let lines = if report.lines_scanned == 1 { w[5] } else { w[6] };
+        let _ = writeln!(out, "{}{}{} ({} {lines})", st.dim, w[7], st.reset, report.lines_scanned);
     }
     for (i, f) in report.findings.iter().enumerate() {
         if i > 0 {
@@ -90,6 +99,7 @@ fn footer(report: &Report, lang: Lang) -> Vec<String> {
         });
     }
     for n in &report.notes {
+        let n = terminal::escape(n);
         out.push(match lang {
             Lang::En => format!("note: {n}"),
             Lang::Zh => format!("注意：{n}"),
@@ -101,14 +111,14 @@ fn footer(report: &Report, lang: Lang) -> Vec<String> {
 /// "on 4 of 8 logs (host1.log.gz, host3.log.gz, …), first in host1.log.gz line 10" for a
 /// failure found in several logs.
 fn files_line(f: &Finding, total_files: u64, lang: Lang) -> Option<String> {
-    let first = f.file.as_deref()?;
+    let first = terminal::escape(f.file.as_deref()?);
     if total_files < 2 {
         return None;
     }
     let n = f.files.len().max(1);
-    let mut names: Vec<&str> = f.files.iter().take(3).map(|s| s.as_str()).collect();
+    let mut names: Vec<_> = f.files.iter().take(3).map(|s| terminal::escape(s)).collect();
     if f.files.len() > 3 {
-        names.push("…");
+        names.push("…".into());
     }
     let names = names.join(", ");
     Some(match lang {
@@ -222,8 +232,14 @@ fn finding_text(out: &mut String, f: &Finding, lang: Lang, st: &Style, total_fil
     }
 }
 
-/// Render a report as Markdown (for issues and chat).
+/// Render a report as Markdown (for issues and chat), which is often printed on a
+/// terminal too: cleaned like [`text`].
 pub fn markdown(report: &Report, lang: Lang) -> String {
+    let out = markdown_unchecked(report, lang);
+    terminal::clean(&out).into_owned()
+}
+
+fn markdown_unchecked(report: &Report, lang: Lang) -> String {
     let w = words(lang);
     let mut out = String::new();
     if report.findings.is_empty() {

@@ -217,3 +217,19 @@ fn a_file_reports_as_its_bytes_do() {
         assert!(r.lines_scanned > 5, "{}", r.lines_scanned);
     }
 }
+
+/// D26, D27: an xz log cut short keeps the text before the cut, as `xz -dc` does (the
+/// reference tool recovers 5,536 of this fixture's 5,897 bytes with 200 bytes cut; the
+/// whole-chunk reader recovered none), so a failure written just before the cut is found.
+#[test]
+fn truncated_xz_keeps_the_text_before_the_cut() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/inputs");
+    let full = std::fs::read(dir.join("oom.log.xz")).unwrap();
+    for cut in [64, 200] {
+        let r = diagnose(full[..full.len() - cut].to_vec());
+        assert_found(&r, 301);
+        assert!(r.bytes_scanned >= 5_300, "cut {cut}: {} bytes", r.bytes_scanned);
+        assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+        assert!(r.notes[0].contains("xz stream breaks off"), "{:?}", r.notes);
+    }
+}

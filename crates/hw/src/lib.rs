@@ -110,8 +110,12 @@ pub struct GpuArch {
     /// NVIDIA compute capability `8.6`.
     #[serde(default)]
     pub compute_capability: Option<String>,
-    /// Short product family for messages: `RTX 30xx/A10/A40`.
+    /// Short product family for messages: `RTX 30xx/A10/A40`. Its names (with `xx` for
+    /// any two digits) are also accepted as the arch (`--arch rtx3090`, `A10`).
     pub family: String,
+    /// More product names of this arch that `family` does not list (`RTX A6000`).
+    #[serde(default)]
+    pub names: Vec<String>,
     /// Shared memory a block gets without opting in (48 KiB on NVIDIA).
     pub shared_static_per_block: Sourced,
     /// Opt-in maximum per block (NVIDIA) / LDS per workgroup (AMD): Triton's "Hardware limit".
@@ -227,7 +231,52 @@ pub fn gpu_arch(name: &str) -> Option<&'static GpuArch> {
         let digits = digits.trim_end_matches(['a', 'f']);
         format!("sm_{digits}")
     };
-    table().gpu.iter().find(|g| g.arch == key)
+    table().gpu.iter().find(|g| g.arch == key).or_else(|| gpu_by_product(name))
+}
+
+/// Lowercase letters and digits only: `NVIDIA GeForce RTX 4090` → `nvidiageforcertx4090`.
+fn squeeze(s: &str) -> String {
+    s.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_lowercase()).collect()
+}
+
+/// A GPU by its product name, as users and `nvidia-smi` write it: `rtx4090`, `H100`,
+/// `A100-SXM4-80GB`, `NVIDIA GeForce RTX 3090`, `MI300X`. The names are the table's own
+/// (`family` and `names`); the model is matched whole, so `A10` is not `A100`.
+fn gpu_by_product(name: &str) -> Option<&'static GpuArch> {
+    let mut n = squeeze(name);
+    for brand in ["nvidia", "geforce", "tesla", "quadro", "amd", "instinct", "radeon"] {
+        n = n.strip_prefix(brand).map(str::to_string).unwrap_or(n);
+    }
+    // "rtx4090", "a100sxm480gb" → the model: letters, digits, and one letter after them
+    // ("mi300x", "l40s", "a10g"); what follows (memory size, form factor) is not the model.
+    let model_end = |s: &str| -> usize {
+        let b = s.as_bytes();
+        let mut i = b.iter().take_while(|c| c.is_ascii_alphabetic()).count();
+        let digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 {
+            return s.len();
+        }
+        i += digits;
+        i
+    };
+    let end = model_end(&n);
+    let model = &n[..end];
+    // A product name matches the model exactly; `x` in it stands for any digit (`RTX 30xx`).
+    let matches = |product: &str, m: &str| {
+        let p = squeeze(product);
+        p.len() == m.len() && p.chars().zip(m.chars()).all(|(a, b)| a == b || (a == 'x' && b.is_ascii_digit()))
+    };
+    let suffixed = n[end..].chars().next().filter(|c| c.is_ascii_alphabetic()).map(|c| format!("{model}{c}"));
+    let products = |g: &'static GpuArch| g.family.split(['/', ',']).map(str::trim).map(str::to_string).chain(g.names.iter().cloned()).collect::<Vec<_>>();
+    // With its letter first ("l40s", "mi300x"), then the bare model ("a10g" → "a10"); the
+    // whole squeezed name last ("rtxpro6000", "rtx6000ada").
+    let candidates = suffixed.into_iter().chain([model.to_string(), n.clone()]);
+    for m in candidates.filter(|m| !m.is_empty()) {
+        if let Some(g) = table().gpu.iter().find(|g| products(g).iter().any(|p| matches(p, &m))) {
+            return Some(g);
+        }
+    }
+    None
 }
 
 /// GPUs (any vendor) whose per-block shared-memory limit is `bytes`: the opt-in maximum
@@ -353,5 +402,28 @@ mod tests {
         assert_eq!(gpu_arch("gfx942").unwrap().sm_number(), None);
         assert_eq!(gpu_arch("sm_100").unwrap().sm_number(), Some(100));
         assert!(gpu_arch("sm_999").is_none());
+        // Product names, as users and nvidia-smi write them.
+        for (name, arch) in [
+            ("rtx4090", "sm_89"),
+            ("RTX 3090", "sm_86"),
+            ("NVIDIA GeForce RTX 4090", "sm_89"),
+            ("H100", "sm_90"),
+            ("h100-sxm5-80gb", "sm_90"),
+            ("A100", "sm_80"),
+            ("NVIDIA A100-SXM4-40GB", "sm_80"),
+            ("A10", "sm_86"),
+            ("A10G", "sm_86"),
+            ("T4", "sm_75"),
+            ("V100", "sm_70"),
+            ("L40S", "sm_89"),
+            ("RTX A6000", "sm_86"),
+            ("B200", "sm_100"),
+            ("MI300X", "gfx942"),
+            ("RTX PRO 6000", "sm_120"),
+        ] {
+            assert_eq!(gpu_arch(name).map(|g| g.arch.as_str()), Some(arch), "{name}");
+        }
+        assert!(gpu_arch("A1000").is_none(), "not A100 nor A10");
+        assert!(gpu_arch("rtx").is_none());
     }
 }

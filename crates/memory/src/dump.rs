@@ -82,7 +82,9 @@ impl DumpModule {
                 return loader::from_proto_bytes_limited(x.read_proto()?, &x.path, &self.name, self.program_id, &self.limits);
             }
             if let Some(gz) = &f.compressed_proto {
-                return loader::from_proto(gz, &self.name, self.program_id);
+                // Decompressed within the same limits as the decoder: the bytes it expands
+                // to are charged to the budget before decoding starts.
+                return loader::from_proto_limited(gz, &self.name, self.program_id, &self.limits);
             }
             if pref == SourcePreference::Proto {
                 return Err(MemoryError::Incomplete { module: self.label(), message: "no .hlo.pb (dump with --xla_dump_hlo_as_proto)".into() });

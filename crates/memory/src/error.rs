@@ -40,11 +40,22 @@ pub enum MemoryError {
     #[error("{}: no profile run `{run}`; runs there: {}", path.display(), available.join(", "))]
     NoRun { path: PathBuf, run: String, available: Vec<String> },
 
-    #[error("no module matches `{hint}`; modules in the dump: {}", available.join(", "))]
+    #[error("no module matches `{hint}`; modules in the dump: {}", first_few(available))]
     ModuleNotFound { hint: String, available: Vec<String> },
 
-    #[error("`{hint}` matches several modules: {}; pass the program id, the full name, or one of the module's files", candidates.join(", "))]
+    #[error("`{hint}` matches several modules: {}; pass the program id, the full name, or one of the module's files", first_few(candidates))]
     AmbiguousModule { hint: String, candidates: Vec<String> },
+}
+
+/// A list for one line of error: the first ten, then how many more (a dump of 10,000
+/// modules made a 909 KB line).
+fn first_few(names: &[String]) -> String {
+    const SHOWN: usize = 10;
+    let mut s = names.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+    if names.len() > SHOWN {
+        s.push_str(&format!(", … and {} more (oomdoc memory DIR --list)", names.len() - SHOWN));
+    }
+    s
 }
 
 impl MemoryError {
@@ -59,5 +70,19 @@ impl MemoryError {
     }
     pub(crate) fn inconsistent(path: &Path, line: Option<usize>, message: impl Into<String>) -> MemoryError {
         MemoryError::Inconsistent { path: path.to_path_buf(), line, message: message.into() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_module_list_is_cut_in_messages() {
+        let names: Vec<String> = (0..10_000).map(|i| format!("jit_f_{i}")).collect();
+        let e = MemoryError::AmbiguousModule { hint: "jit_f".into(), candidates: names };
+        let m = e.to_string();
+        assert!(m.len() < 400, "{}", m.len());
+        assert!(m.contains("and 9990 more"), "{m}");
     }
 }

@@ -68,8 +68,19 @@ pub fn read_all(path: &Path) -> Result<Vec<u8>, MemoryError> {
     read_all_capped(path, MAX_IN_MEMORY)
 }
 
+/// Only regular files are read: a FIFO blocks on open, `/dev/zero` never ends.
+fn regular_file(path: &Path) -> Result<(), MemoryError> {
+    let meta = std::fs::metadata(path).map_err(|e| MemoryError::io(path, e))?;
+    if meta.is_file() {
+        Ok(())
+    } else {
+        Err(MemoryError::proto(path, "not a regular file (a pipe, socket or device); give the dump's files"))
+    }
+}
+
 /// [`read_all`], decompressing at most `cap` bytes.
 pub fn read_all_capped(path: &Path, cap: u64) -> Result<Vec<u8>, MemoryError> {
+    regular_file(path)?;
     if !is_gzip(path)? {
         return std::fs::read(path).map_err(|e| MemoryError::io(path, e));
     }
@@ -85,6 +96,7 @@ pub fn read_all_capped(path: &Path, cap: u64) -> Result<Vec<u8>, MemoryError> {
 /// A seekable stream of the file's (decompressed) bytes and its (decompressed) length.
 /// A gzip file is decompressed once to measure it; its stream seeks forward only.
 pub fn open_stream(path: &Path) -> Result<(Box<dyn ReadSeek>, u64), MemoryError> {
+    regular_file(path)?;
     if !is_gzip(path)? {
         let f = File::open(path).map_err(|e| MemoryError::io(path, e))?;
         let len = f.metadata().map_err(|e| MemoryError::io(path, e))?.len();

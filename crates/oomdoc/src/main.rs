@@ -67,7 +67,8 @@ where
             if e.is_broken_pipe() {
                 return 0;
             }
-            eprintln!("oomdoc: {e}");
+            // Messages quote paths and input: never pass their control characters on.
+            eprintln!("oomdoc: {}", oomdoc_units::terminal::escape(&e.to_string()));
             e.exit_code()
         }
     }

@@ -459,7 +459,7 @@ fn diagnose_binary_garbage_long_lines_deep_json_and_bad_utf8() {
     // A 10 MB line without a newline is one line.
     let r = run(&["diagnose", &write(&d.join("long.log"), &vec![b'x'; 10_000_000])]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
-    assert!(r.stdout.contains("(1 lines)"), "{}", r.stdout);
+    assert!(r.stdout.contains("(1 line)"), "{}", r.stdout);
     // The message after a 10 MB line is still found.
     let mut long = vec![b'y'; 10_000_000];
     long.push(b'\n');

@@ -369,7 +369,9 @@ pub struct PallasPlan {
     pub limit_source: String,
     pub physical_vmem_bytes: u64,
     /// A `vmem_limit_bytes` that covers the blocks plus 1 MiB for internal scratch, rounded
-    /// up to a MiB; `None` when even the physical VMEM is too small.
+    /// up to a MiB, when that is a raise of the limit in effect; `None` when the limit in
+    /// effect already covers them with that slack (never a lower limit), or when even the
+    /// physical VMEM is too small.
     pub suggested_vmem_limit_bytes: Option<u64>,
     pub smem: SmemPlan,
     pub alternatives: Vec<Alternative>,
@@ -480,7 +482,9 @@ pub fn plan(spec: &PallasSpec) -> Result<PallasPlan, PlanError> {
     };
     let fits = total <= limit_bytes;
     let with_slack = total.saturating_add(INTERNAL_SCRATCH_SLACK).div_ceil(MIB).saturating_mul(MIB);
-    let suggested = (with_slack <= physical).then_some(with_slack);
+    // Only ever a raise: a kernel that fits the limit in effect with the slack to spare
+    // keeps it (a lower limit gains nothing and risks Mosaic's scratch).
+    let suggested = (with_slack <= physical && (!fits || with_slack > limit_bytes)).then_some(with_slack);
     let headroom = (limit_bytes as i128 - total as i128).clamp(i64::MIN as i128, i64::MAX as i128) as i64;
 
     let mut notes = Vec::new();
@@ -508,14 +512,14 @@ pub fn plan(spec: &PallasSpec) -> Result<PallasPlan, PlanError> {
         ));
     }
     match suggested {
-        Some(s) if !fits || spec.vmem_limit_bytes.is_none() => notes.push(format!(
+        Some(s) => notes.push(format!(
             "vmem_limit_bytes={s} ({}) covers it with {} for internal scratch: compiler_params=pltpu.CompilerParams(vmem_limit_bytes={s}); {} has {} of VMEM per core",
             format_bytes(s),
             format_bytes(INTERNAL_SCRATCH_SLACK),
             chip.name,
             format_bytes(physical)
         )),
-        Some(_) => {}
+        None if fits => {}
         None => notes.push(format!(
             "no vmem_limit_bytes can help: {} needs more than the {} of physical VMEM per core of {}; use smaller blocks",
             format_bytes(total),
@@ -643,6 +647,13 @@ block = [128, 128]
         let p6 = plan(&parse_spec(&KERAS.replace("v5e", "trillium")).unwrap()).unwrap();
         assert!(p6.fits);
         assert_eq!(p6.limit_bytes, 32 * MIB);
+        // 16.12 MiB fits the 32 MiB default: no lower limit is suggested.
+        assert_eq!(p6.suggested_vmem_limit_bytes, None);
+        assert!(!p6.notes.iter().any(|n| n.contains("covers it")), "{:?}", p6.notes);
+        // Fitting with less than the slack to spare: the raise is still suggested.
+        let tight = plan(&parse_spec(&format!("vmem_limit_bytes = {}\n{KERAS}", 16_908_288 + 4096)).unwrap()).unwrap();
+        assert!(tight.fits);
+        assert_eq!(tight.suggested_vmem_limit_bytes, Some(18 * MIB));
     }
 
     #[test]

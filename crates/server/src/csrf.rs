@@ -42,6 +42,9 @@ pub struct OriginPolicy {
     /// Believe the proxy's `X-Forwarded-Host` (and `X-Forwarded-Proto` for the cookie's
     /// `Secure` flag). Only behind a proxy that sets them itself.
     pub trust_forwarded_host: bool,
+    /// Host names this server answers to besides the loopback names and the public
+    /// origins' hosts (`--allowed-host`; [`crate::host`]).
+    pub allowed_hosts: Vec<String>,
 }
 
 /// `scheme://host[:port]`, lowercased, without a default port or trailing slash; an
@@ -325,7 +328,7 @@ mod tests {
         .is_ok());
         let public = OriginPolicy {
             public_origins: vec!["https://oomdoc.example".into()],
-            trust_forwarded_host: false,
+            ..Default::default()
         };
         assert!(check_origin(&public, &fwd).is_ok());
         assert!(check_origin(&public, &headers(&[host[0], ("origin", "http://127.0.0.1:8080")])).is_err());

@@ -72,10 +72,15 @@ fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, EngineError> {
 
 /// `oomdoc diagnose --format json`. Invalid UTF-8 is the engine's business (it reads bytes).
 pub fn diagnose(log: &[u8], lang: Lang) -> Result<Value, EngineError> {
-    let opts = oomdoc_diagnose::Options { lang, ..Default::default() };
+    // A compressed body is held to the log limit once decompressed too (a 1 MB zstd body
+    // can hold 10 GiB of text).
+    let opts = oomdoc_diagnose::Options { lang, max_text_bytes: crate::limits::text_limit(), ..Default::default() };
     // The scan stops at its next read once the request is cancelled (timeout, client gone).
     let reader = crate::limits::CancelReader { inner: log, cancel: crate::limits::current().unwrap_or_default() };
-    let report = oomdoc_diagnose::diagnose_reader(reader, &opts).map_err(|e| EngineError::BadInput(e.to_string()))?;
+    let report = oomdoc_diagnose::diagnose_reader(reader, &opts).map_err(|e| match e.kind() {
+        std::io::ErrorKind::FileTooLarge => EngineError::TooLarge(format!("{e}, this server's log limit (--max-log-mib); decompress it and send the part around the failure")),
+        _ => EngineError::BadInput(e.to_string()),
+    })?;
     to_value(&report)
 }
 
@@ -87,9 +92,11 @@ pub fn memory(dump_dir: &Path) -> Result<MemoryReport, EngineError> {
     // the decoder's constant slack for the tables of tiny inputs.
     let max_bytes = crate::limits::reserved_bytes().map(|r| r.saturating_add(oomdoc_memory::DECODE_SLACK_BYTES));
     let limits = Limits { max_bytes, max_records: None };
+    // Messages name files as the user uploaded them, never where this server keeps them.
+    let private = |message: String| without_dir(&message, dump_dir);
     let failed = |e: MemoryError| match e {
-        MemoryError::TooLarge { .. } => EngineError::TooLarge(e.to_string()),
-        e => EngineError::BadInput(e.to_string()),
+        MemoryError::TooLarge { .. } => EngineError::TooLarge(private(e.to_string())),
+        e => EngineError::BadInput(private(e.to_string())),
     };
     let dump = load_dump_with(&[dump_dir.to_path_buf()], &LoadOptions { limits, ..Default::default() }).map_err(failed)?;
     // Module by module, so a cancelled request (timeout, client gone) stops between modules.
@@ -110,6 +117,22 @@ pub fn memory(dump_dir: &Path) -> Result<MemoryReport, EngineError> {
     let best = all.into_largest().map_err(|first_error| first_error.map_or_else(|| EngineError::BadInput("no XLA module found in the upload".to_string()), failed))?;
     let report = oomdoc_memory::MemoryReport { modules: vec![best] };
     Ok(MemoryReport { json: to_value(&report)?, html: render::html::render(&report, &listing) })
+}
+
+/// `message` with `dir` and the private upload directories around it taken out of
+/// every path it holds (`/tmp/oomdoc-dump-1-x/upload/m.hlo.pb` → `m.hlo.pb`).
+fn without_dir(message: &str, dir: &Path) -> String {
+    let is_upload = |p: &Path| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(crate::tempdir::PREFIX));
+    // The dump's directory, and each one above it up to the upload directory, longest first.
+    let upload = dir.ancestors().position(is_upload);
+    let mut out = message.to_string();
+    for p in dir.ancestors().take(upload.map_or(1, |i| i + 1)) {
+        let shown = p.display().to_string();
+        if shown.len() > 1 {
+            out = out.replace(&format!("{shown}/"), "").replace(&shown, ".");
+        }
+    }
+    out
 }
 
 /// `oomdoc plan pallas SPEC [--chip C] --format json`, or
@@ -142,5 +165,18 @@ pub fn plan(input: &PlanInput) -> Result<Value, EngineError> {
             to_value(&triton::ConfigsReport::new(arch, &verdicts))
         }
         other => Err(EngineError::BadInput(format!("`kind` must be \"pallas\" or \"triton\", not `{other}`"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_never_show_the_upload_directory() {
+        let dir = Path::new("/tmp/x/oomdoc-dump-12-ab/dump/run1");
+        let m = "/tmp/x/oomdoc-dump-12-ab/dump/run1/m.hlo.pb: byte 1; also /tmp/x/oomdoc-dump-12-ab/upload/a.zip";
+        assert_eq!(without_dir(m, dir), "m.hlo.pb: byte 1; also upload/a.zip");
+        assert_eq!(without_dir("/srv/d/m.hlo.pb: bad", Path::new("/srv/d")), "m.hlo.pb: bad");
     }
 }

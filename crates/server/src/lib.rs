@@ -12,6 +12,7 @@ pub mod csrf;
 pub mod engines;
 pub mod error;
 pub mod feedback;
+pub mod host;
 pub mod html;
 pub mod kb_query;
 pub mod retention;
@@ -133,7 +134,8 @@ impl AppState {
         let store = sub.store;
         let log = Arc::new(sub.bytes);
         let for_engine = log.clone();
-        let report = self.analyse(move || diagnose(&for_engine, lang)).await?;
+        let text_limit = self.config.limits.log_bytes as u64;
+        let report = self.analyse(move || limits::with_text_limit(text_limit, || diagnose(&for_engine, lang))).await?;
         if store {
             let policy = self.config.log_store.clone();
             // The largest log the quota can hold (each log also counts its row).

@@ -140,6 +140,25 @@ impl Drop for CancelOnDrop {
 thread_local! {
     static CURRENT: RefCell<Option<Cancel>> = const { RefCell::new(None) };
     static RESERVED: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+    static TEXT_LIMIT: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Run `f` with `bytes` as the most text this thread's log may decode to (the log limit,
+/// applied after decompression as well as to the body): see [`text_limit`].
+pub fn with_text_limit<T>(bytes: u64, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<u64>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            TEXT_LIMIT.with(|r| r.set(self.0));
+        }
+    }
+    let _restore = Restore(TEXT_LIMIT.with(|r| r.replace(Some(bytes))));
+    f()
+}
+
+/// The log limit for the current request's decoded text; `None` outside one.
+pub fn text_limit() -> Option<u64> {
+    TEXT_LIMIT.with(|r| r.get())
 }
 
 /// Run `f` with `bytes` as the memory this thread's analysis reserved in the budget

@@ -194,7 +194,7 @@ fn paste_a_log_open_an_entry_in_both_languages_and_submit_feedback() {
     assert_eq!((reported["reports"].as_u64(), reported["worked"].as_u64()), (Some(1), Some(1)));
     // After a reload the count is on the page.
     browser.goto(&format!("{base}/kb/{expected_id}"));
-    assert!(browser.text(&format!("div.fix[data-fix='{fix}'] .outcome")).starts_with("1 reports"));
+    assert!(browser.text(&format!("div.fix[data-fix='{fix}'] .outcome")).starts_with("1 report:"));
 
     // 4. The same form without the script: a plain form post (cookie + hidden token).
     browser.script(&format!(

@@ -347,7 +347,7 @@ fn body_limits_answer_413_with_the_limit() {
     // A chunked body (no Content-Length) is cut off at the limit as well.
     let mut sock = std::net::TcpStream::connect(s.addr()).unwrap();
     use std::io::Write;
-    let head = "POST /api/v1/diagnose HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n";
+    let head = "POST /api/v1/diagnose HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n";
     sock.write_all(head.as_bytes()).unwrap();
     for _ in 0..80 {
         let _ = sock.write_all(format!("{:x}\r\n{}\r\n", 1024, "y".repeat(1024)).as_bytes());

@@ -209,7 +209,7 @@ fn a_client_that_goes_away_cancels_the_analysis_and_frees_the_temp_dir() {
     let (ct, body) = dump_body("m.hlo.pb", 100);
     let mut sock = TcpStream::connect(s.addr()).unwrap();
     let head = format!(
-        "POST /api/v1/memory HTTP/1.1\r\nHost: x\r\nContent-Type: {ct}\r\nContent-Length: {}\r\n\r\n",
+        "POST /api/v1/memory HTTP/1.1\r\nHost: localhost\r\nContent-Type: {ct}\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     sock.write_all(head.as_bytes()).unwrap();
@@ -327,7 +327,7 @@ fn stale_upload_dirs_of_a_crashed_server_are_removed_at_start() {
 fn open_slow(addr: std::net::SocketAddr) -> TcpStream {
     let mut s = TcpStream::connect(addr).unwrap();
     // Headers started and never finished.
-    let _ = s.write_all(b"POST /api/v1/diagnose HTTP/1.1\r\nHost: x\r\n");
+    let _ = s.write_all(b"POST /api/v1/diagnose HTTP/1.1\r\nHost: localhost\r\n");
     s
 }
 
@@ -387,7 +387,7 @@ fn an_idle_kept_alive_connection_is_closed_after_the_header_deadline() {
         c.resources.header_read_timeout = Duration::from_secs(1)
     });
     let mut c = TcpStream::connect(s.addr()).unwrap();
-    c.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    c.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .unwrap();
     let r = read_response(&mut c);
     assert_eq!(r.status, 200);
@@ -405,7 +405,7 @@ fn an_upload_slower_than_the_minimum_rate_gets_408() {
         c.resources.min_upload_grace = Duration::from_millis(500);
     });
     let mut c = TcpStream::connect(s.addr()).unwrap();
-    c.write_all(b"POST /api/v1/diagnose HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n")
+    c.write_all(b"POST /api/v1/diagnose HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n")
         .unwrap();
     let writer = {
         let mut w = c.try_clone().unwrap();
@@ -502,7 +502,7 @@ fn a_slow_dump_upload_gets_408_and_leaves_no_temp_dir() {
     );
     let (ct, body) = dump_body("m.hlo.pb", 100_000);
     let mut c = TcpStream::connect(s.addr()).unwrap();
-    let head = format!("POST /api/v1/memory HTTP/1.1\r\nHost: x\r\nContent-Type: {ct}\r\nContent-Length: {}\r\n\r\n", body.len());
+    let head = format!("POST /api/v1/memory HTTP/1.1\r\nHost: localhost\r\nContent-Type: {ct}\r\nContent-Length: {}\r\n\r\n", body.len());
     c.write_all(head.as_bytes()).unwrap();
     // The multipart head and a little data at once, then a trickle.
     c.write_all(&body[..300]).unwrap();

@@ -8,6 +8,7 @@
 pub mod dtype;
 pub mod shape;
 pub mod size;
+pub mod terminal;
 
 pub use dtype::DType;
 pub use shape::{Layout, Shape, ShapeError, Tile};

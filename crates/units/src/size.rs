@@ -61,7 +61,13 @@ pub fn parse_size_in(text: &str, style: UnitStyle) -> Option<PrintedSize> {
     if num.is_empty() || num.starts_with('.') {
         return None;
     }
-    let unit = rest.trim();
+    // Spaces before the unit, also an undecodable one (a CP1252 no-break space).
+    let unit = rest.trim_matches(|c: char| c.is_whitespace() || c == '\u{fffd}');
+    // A byte count is a whole number: `3.00` or `3.` with no unit is a size whose unit
+    // was lost (a broken or cut line), never 3 bytes.
+    if unit.is_empty() && num.contains('.') {
+        return None;
+    }
     let (int_part, frac_part) = match num.split_once('.') {
         Some((i, f)) => (i, f),
         None => (num.as_str(), ""),
@@ -179,6 +185,17 @@ mod tests {
         assert!(parse_size("3199993600 bytes").unwrap().exact);
         assert!(!parse_size("2.26 GiB").unwrap().exact);
         assert_eq!(b("184549376B"), 184549376);
+    }
+
+    #[test]
+    fn a_fraction_without_its_unit_is_no_size() {
+        // D34–D37 of the 2026-11-26 round: the unit after two spaces or an undecodable
+        // space was lost, and `3.00` became 3 bytes.
+        assert_eq!(parse_size("3.00"), None);
+        assert_eq!(parse_size("3."), None);
+        assert_eq!(b("3.00  GiB"), 3 << 30);
+        assert_eq!(b("3.00\u{fffd}GiB"), 3 << 30);
+        assert_eq!(b("3"), 3);
     }
 
     #[test]

@@ -34,9 +34,11 @@ use std::collections::{BTreeMap, BTreeSet};
 ///
 /// It also matches what is printed where a size should be but is not one — a minus
 /// sign, exponent notation (`1e400`, `1E6`: never read as the exa prefix), `nan`/`inf`,
-/// a NUL byte inside the number — so that the grammar still matches, the finding is
-/// kept, and [`Hit::size`] drops the value (the units parser rejects such text).
-pub const SZ: &str = r"-?(?:[0-9][0-9,]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?(?:\x00\S*)?|(?:[nN]a[nN]|[iI]nf(?:inity)?)\b)(?:\s{0,2}(?:[KMGTPE]i?B|[KMGTPE]|B|bytes?)\b)?";
+/// a control character inside the number (shown by its stand-in: `␀`, U+FFFD) — so that
+/// the grammar still matches, the finding is kept, and [`Hit::size`] drops the value (the
+/// units parser rejects such text). The unit may follow up to two spaces, or the
+/// replacement of an undecodable one (a CP1252 no-break space): `3.00  GiB` is 3 GiB.
+pub const SZ: &str = r"-?(?:[0-9][0-9,]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?(?:[\x00\x{2400}-\x{2421}\x{FFFD}]\S*)?|(?:[nN]a[nN]|[iI]nf(?:inity)?)\b)(?:[\s\x{FFFD}]{0,2}(?:[KMGTPE]i?B|[KMGTPE]|B|bytes?)\b)?";
 
 /// Compile a grammar, substituting `{SZ}` for the size pattern.
 pub fn re(pattern: &str) -> Regex {

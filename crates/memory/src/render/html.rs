@@ -24,7 +24,10 @@ code{font-size:12px;word-break:break-all}
 .Constant{background:#777}.Thread-local{background:#999}.Small{background:#aab}
 svg text{font-size:11px;fill:#556}.muted{color:#667}";
 
+/// HTML-escaped, without the control characters a dump's op names may carry
+/// (they are not markup, but the file is also viewed with `cat` and `less`).
 pub(crate) fn esc(s: &str) -> String {
+    let s = oomdoc_units::terminal::clean(s);
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

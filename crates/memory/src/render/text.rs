@@ -83,7 +83,13 @@ pub fn sparkline(values: &[u64], width: usize) -> String {
         .collect()
 }
 
+/// One module's report for a terminal. Op names come from user code or from someone
+/// else's dump: the page is cleaned of control characters ([`oomdoc_units::terminal`]).
 pub fn render_module(r: &ModuleReport, o: &TextOptions) -> String {
+    oomdoc_units::terminal::clean(&render_module_unchecked(r, o)).into_owned()
+}
+
+fn render_module_unchecked(r: &ModuleReport, o: &TextOptions) -> String {
     let mut s = String::new();
     let id = r.program_id.map(|i| format!(" (program {i})")).unwrap_or_default();
     let _ = writeln!(s, "Module {}{id}", r.name);
@@ -176,10 +182,16 @@ pub fn render_module(r: &ModuleReport, o: &TextOptions) -> String {
     s
 }
 
-/// The module table printed when a dump holds several modules.
+/// The module table printed when a dump holds several modules (cleaned like [`render_module`]).
 pub fn render_listing(list: &[ModuleListing], selected: Option<(&str, Option<u64>)>) -> String {
+    oomdoc_units::terminal::clean(&render_listing_unchecked(list, selected)).into_owned()
+}
+
+fn render_listing_unchecked(list: &[ModuleListing], selected: Option<(&str, Option<u64>)>) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "{} modules in the dump (largest peak first):", list.len());
+    // Modules read from a profile's XSpaces carry their hosts; a dump's do not.
+    let source = if list.iter().any(|m| !m.hosts.is_empty()) { "profile" } else { "dump" };
+    let _ = writeln!(s, "{} modules in the {source} (largest peak first):", list.len());
     let mut sorted: Vec<&ModuleListing> = list.iter().collect();
     sorted.sort_by(|a, b| b.peak_bytes.cmp(&a.peak_bytes));
     // Several profile hosts: say which host's XSpace carries each module.

@@ -143,6 +143,7 @@ fn read_one(input: &Input, opts: &Options) -> Result<Report, Unreadable> {
     let fail = |e: io::Error| Unreadable { file: input.name(), error: format!("cannot read {}: {e}", display_name(input)) };
     match input {
         Input::Stdin => {
+            check_stdin().map_err(fail)?;
             widen_stdin_pipe();
             diagnose_reader(io::stdin().lock(), opts).map_err(fail)
         }
@@ -153,6 +154,24 @@ fn read_one(input: &Input, opts: &Options) -> Result<Report, Unreadable> {
             diagnose_file(r, opts).map_err(fail)
         }
     }
+}
+
+/// Standard input must be open (`oomdoc diagnose <&-` is an error, not an empty log); on a
+/// terminal, a line on stderr says what oomdoc is waiting for.
+fn check_stdin() -> io::Result<()> {
+    // Rust's runtime opens a closed descriptor 0 on /dev/null at start: both mean no log.
+    // SAFETY: fcntl and fstat only ask about descriptor 0.
+    let closed = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::fcntl(0, libc::F_GETFD) < 0 || (libc::fstat(0, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFCHR && st.st_rdev == libc::makedev(1, 3))
+    };
+    if closed {
+        return Err(io::Error::new(io::ErrorKind::NotFound, "standard input is closed (or /dev/null); give a log file or pipe the log in"));
+    }
+    if io::stdin().is_terminal() {
+        eprintln!("oomdoc: reading the log from standard input (paste it, then Ctrl-D; or give a file: oomdoc diagnose train.log)");
+    }
+    Ok(())
 }
 
 /// A log piped in (`cat train.log | oomdoc diagnose -`) moves through the pipe's buffer,
@@ -178,7 +197,7 @@ fn display_name(input: &Input) -> String {
 }
 
 /// Every file under `dir`, sorted, skipping binary files; unreadable directories are noted.
-fn walk(dir: &Path, files: &mut Vec<PathBuf>, unreadable: &mut Vec<Unreadable>, skipped: &mut usize) {
+fn walk(dir: &Path, files: &mut Vec<PathBuf>, unreadable: &mut Vec<Unreadable>, skipped: &mut usize, root: Option<&Path>) {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) => {
@@ -190,17 +209,41 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, unreadable: &mut Vec<Unreadable>, 
     paths.sort();
     for p in paths {
         // Symlinked directories are not followed (no loops); symlinked files are read.
-        let Ok(meta) = std::fs::symlink_metadata(&p) else { continue };
-        if meta.is_dir() {
-            walk(&p, files, unreadable, skipped);
-        } else if meta.is_file() || (meta.file_type().is_symlink() && !p.is_dir()) {
-            // (A dangling link is kept: it is reported as unreadable, like a rotated-away log.)
-            // A file that cannot be opened is kept, to be reported as unreadable.
-            if File::open(&p).is_err() || input::is_probably_log(&p) {
-                files.push(p);
-            } else {
-                *skipped += 1;
+        let meta = match std::fs::symlink_metadata(&p) {
+            Ok(m) => m,
+            // A path too long for the system, and the like: listed, never silently left out.
+            Err(e) => {
+                unreadable.push(Unreadable { file: p.display().to_string(), error: e.to_string() });
+                continue;
             }
+        };
+        if meta.is_dir() {
+            walk(&p, files, unreadable, skipped, root);
+            continue;
+        }
+        // Confined (`oomdoc mcp --root`): a link that leads outside is not followed.
+        if let (Some(root), true) = (root, meta.file_type().is_symlink()) {
+            if !std::fs::canonicalize(&p).is_ok_and(|real| real.starts_with(root)) {
+                unreadable.push(Unreadable { file: p.display().to_string(), error: "a link that leads outside the directory this server may read".into() });
+                continue;
+            }
+        }
+        // What a link points to, stat'ed without opening it: opening a FIFO with no writer
+        // blocks, and a device never ends. Only regular files are read.
+        let target = if meta.file_type().is_symlink() { std::fs::metadata(&p) } else { Ok(meta) };
+        match target {
+            // A dangling link is kept: it is reported as unreadable, like a rotated-away log.
+            Err(_) => files.push(p),
+            Ok(t) if t.is_file() => {
+                // A file that cannot be opened is kept, to be reported as unreadable.
+                if File::open(&p).is_err() || input::is_probably_log(&p) {
+                    files.push(p);
+                } else {
+                    *skipped += 1;
+                }
+            }
+            // A directory behind a link, a FIFO, socket or device: left alone.
+            Ok(_) => {}
         }
     }
 }
@@ -213,6 +256,11 @@ fn many(args: &DiagnoseArgs, opts: &Options) -> Result<Report, CliError> {
 /// gives its own report; several, or a directory, the merged report. Unreadable files are
 /// noted on stderr and in `unreadable`; an error only when nothing could be read.
 pub fn diagnose_paths(logs: &[PathBuf], opts: &Options, jobs: Option<usize>) -> Result<Report, CliError> {
+    diagnose_paths_within(logs, opts, jobs, None)
+}
+
+/// [`diagnose_paths`], reading nothing outside `root` through links in directories.
+pub fn diagnose_paths_within(logs: &[PathBuf], opts: &Options, jobs: Option<usize>, root: Option<&Path>) -> Result<Report, CliError> {
     if let [p] = logs {
         if p.as_os_str() != "-" && !p.is_dir() {
             return read_one(&Input::File(p.clone()), opts).map_err(|e| CliError::usage(e.error));
@@ -230,7 +278,7 @@ pub fn diagnose_paths(logs: &[PathBuf], opts: &Options, jobs: Option<usize>) -> 
             }
         } else if p.is_dir() {
             let mut files = Vec::new();
-            walk(p, &mut files, &mut unreadable, &mut skipped);
+            walk(p, &mut files, &mut unreadable, &mut skipped, root);
             inputs.extend(files.into_iter().map(Input::File));
         } else if p.exists() || std::fs::symlink_metadata(p).is_ok() {
             inputs.push(Input::File(p.clone()));
@@ -238,8 +286,27 @@ pub fn diagnose_paths(logs: &[PathBuf], opts: &Options, jobs: Option<usize>) -> 
             return Err(CliError::usage(format!("cannot read {}: no such file or directory", p.display())));
         }
     }
+    // The same file named twice, or reached through a link as well: read once.
+    {
+        use std::os::unix::fs::MetadataExt;
+        let mut seen = HashSet::new();
+        inputs.retain(|i| match i {
+            Input::File(p) => std::fs::metadata(p).map_or(true, |m| seen.insert((m.dev(), m.ino()))),
+            Input::Stdin => true,
+        });
+    }
+    if inputs.is_empty() && !unreadable.is_empty() {
+        // Nothing readable, but something was there: say what, not "no log files".
+        let first = &unreadable[0];
+        let more = if unreadable.len() > 1 { format!(" (and {} more)", unreadable.len() - 1) } else { String::new() };
+        return Err(CliError::usage(format!("none of the logs could be read: {}: {}{more}", first.file, first.error)));
+    }
     if inputs.is_empty() {
-        let why = if skipped > 0 { format!(" ({skipped} binary files skipped)") } else { String::new() };
+        let why = match skipped {
+            0 => String::new(),
+            1 => " (1 binary file skipped)".to_string(),
+            n => format!(" ({n} binary files skipped)"),
+        };
         return Err(CliError::usage(format!("no log files found in {}{why}", logs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))));
     }
     let total = inputs.len() + unreadable.len();
@@ -259,7 +326,8 @@ pub fn diagnose_paths(logs: &[PathBuf], opts: &Options, jobs: Option<usize>) -> 
     if !unreadable.is_empty() {
         let list: Vec<String> = unreadable.iter().take(3).map(|u| u.file.clone()).collect();
         let more = if unreadable.len() > 3 { ", …" } else { "" };
-        eprintln!("oomdoc: note: {} of {total} logs could not be read and were left out: {}{more}", unreadable.len(), list.join(", "));
+        let list = oomdoc_units::terminal::escape(&list.join(", ")).into_owned();
+        eprintln!("oomdoc: note: {} of {total} logs could not be read and were left out: {list}{more}", unreadable.len());
     }
     report.unreadable.extend(unreadable);
     Ok(report)
@@ -306,10 +374,23 @@ fn read_parallel(inputs: &[Input], opts: &Options, jobs: Option<usize>) -> Vec<R
 
 /// Lines kept while following (a failure message with its report fits well inside).
 const FOLLOW_WINDOW: usize = 4000;
+/// Bytes kept while following, whatever the line lengths (1 MiB JSON records).
+const FOLLOW_WINDOW_BYTES: usize = 32 << 20;
+/// Longest line kept whole; a longer one keeps its first and last half of this.
+const FOLLOW_LINE_MAX: usize = 1 << 20;
 /// Lines after a message before it counts as complete (the scanner's quiet run).
 const FOLLOW_QUIET_LINES: u64 = 10;
 /// No new data for this long also completes a message (the job died mid-log).
 const FOLLOW_IDLE: Duration = Duration::from_millis(700);
+
+/// A line of at most [`FOLLOW_LINE_MAX`] bytes: an overlong one keeps its head and tail,
+/// where a runtime puts its message, with ` … ` between.
+fn cap_line(line: &mut Vec<u8>) {
+    if line.len() > FOLLOW_LINE_MAX {
+        let half = FOLLOW_LINE_MAX / 2;
+        line.splice(half..line.len() - half, *b" \xe2\x80\xa6 ");
+    }
+}
 
 /// `--follow`: read one file as it grows; print each failure once, when complete.
 fn follow(args: &DiagnoseArgs, opts: &Options) -> Result<(), CliError> {
@@ -317,12 +398,16 @@ fn follow(args: &DiagnoseArgs, opts: &Options) -> Result<(), CliError> {
         [p] if p.as_os_str() != "-" => p.clone(),
         _ => return Err(CliError::usage("--follow reads exactly one log file")),
     };
-    if path.is_dir() {
-        return Err(CliError::usage(format!("--follow: {} is a directory, not a log file", path.display())));
+    // Checked before opening: opening a FIFO with no writer blocks.
+    match std::fs::metadata(&path) {
+        Ok(m) if m.is_dir() => return Err(CliError::usage(format!("--follow: {} is a directory, not a log file", path.display()))),
+        Ok(m) if !m.is_file() => return Err(CliError::usage(format!("--follow needs a regular file; {} is not one (a pipe or device: use `oomdoc diagnose -` on a stream)", path.display()))),
+        _ => {}
     }
     let mut file = File::open(&path).map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
     let color = color_for(args);
     let mut window: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+    let mut window_bytes = 0usize;
     let mut base: u64 = 1; // line number of window[0]
     let mut partial: Vec<u8> = Vec::new();
     let mut printed: HashSet<(String, u64)> = HashSet::new();
@@ -331,46 +416,60 @@ fn follow(args: &DiagnoseArgs, opts: &Options) -> Result<(), CliError> {
     let mut last_data = Instant::now();
     let mut dirty = false;
     let mut new_lines = 0usize;
+    let mut new_bytes = 0usize;
+    // The path names a new file (rename rotation): the old one is read to its end first,
+    // so what was written just before the rename is not lost.
+    let mut rotated = false;
     let mut out = io::stdout();
     loop {
-        // Truncated or replaced (log rotation): start again from the top of the new file.
         if let Ok(meta) = std::fs::metadata(&path) {
-            let replaced = file.metadata().map(|m| same_file(&m, &meta)).map(|s| !s).unwrap_or(false);
-            if meta.len() < pos || replaced {
-                if let Ok(f) = File::open(&path) {
-                    file = f;
-                    pos = 0;
-                    window.clear();
-                    base = 1;
-                    partial.clear();
-                    printed.clear();
-                }
+            let replaced = file.metadata().map(|m| !same_file(&m, &meta)).unwrap_or(false);
+            if replaced {
+                rotated = true;
+            } else if meta.len() < pos {
+                // Truncated in place (copytruncate): what was there is gone; start again at the top.
+                pos = 0;
+                window.clear();
+                window_bytes = 0;
+                base = 1;
+                partial.clear();
+                printed.clear();
             }
         }
         file.seek(SeekFrom::Start(pos))?;
         let n = file.read(&mut buf)?;
         if n > 0 {
             pos += n as u64;
-            partial.extend_from_slice(&buf[..n]);
-            if let Some(cut) = partial.iter().rposition(|&b| b == b'\n') {
-                let rest = partial.split_off(cut + 1);
-                for l in partial[..cut].split(|&b| b == b'\n') {
-                    window.push_back(String::from_utf8_lossy(l).into_owned());
-                    new_lines += 1;
-                }
-                partial = rest;
+            // Only the new bytes are searched for line ends: a long line costs its length once.
+            let mut start = 0;
+            for cut in memchr::memchr_iter(b'\n', &buf[..n]) {
+                partial.extend_from_slice(&buf[start..cut]);
+                cap_line(&mut partial);
+                let line = String::from_utf8_lossy(&partial).into_owned();
+                partial.clear();
+                window_bytes += line.len();
+                new_bytes += line.len();
+                window.push_back(line);
+                new_lines += 1;
+                start = cut + 1;
+            }
+            partial.extend_from_slice(&buf[start..n]);
+            if partial.len() > 2 * FOLLOW_LINE_MAX {
+                cap_line(&mut partial);
             }
             last_data = Instant::now();
             dirty = true;
         }
-        let idle = last_data.elapsed() >= FOLLOW_IDLE;
-        if dirty && (idle || new_lines >= 1000) {
+        let drained_old = n == 0 && rotated;
+        let idle = last_data.elapsed() >= FOLLOW_IDLE || drained_old;
+        if dirty && (idle || new_lines >= 1000 || new_bytes >= FOLLOW_WINDOW_BYTES / 4) {
             let mut text: String = window.iter().map(|l| l.as_str()).collect::<Vec<_>>().join("\n");
             if idle && !partial.is_empty() {
                 text.push('\n');
                 text.push_str(&String::from_utf8_lossy(&partial));
             }
             let report = diagnose_text(&text, opts);
+            drop(text);
             let last_line = base + window.len() as u64 - 1;
             // What to keep afterwards: a short tail for context, not the printed messages,
             // and all of any message still being written.
@@ -406,14 +505,31 @@ fn follow(args: &DiagnoseArgs, opts: &Options) -> Result<(), CliError> {
             if window.len() > FOLLOW_WINDOW {
                 keep_from = keep_from.max(base + (window.len() - FOLLOW_WINDOW) as u64);
             }
-            while base < keep_from && !window.is_empty() {
-                window.pop_front();
+            while !window.is_empty() && (base < keep_from || window_bytes > FOLLOW_WINDOW_BYTES) {
+                if let Some(l) = window.pop_front() {
+                    window_bytes -= l.len();
+                }
                 base += 1;
             }
             printed.retain(|(_, line)| *line >= base.saturating_sub(FOLLOW_WINDOW as u64));
             new_lines = 0;
+            new_bytes = 0;
             if idle {
                 dirty = false;
+            }
+        }
+        if drained_old {
+            // Everything of the old file has been read and printed: go on with the new one.
+            if let Ok(f) = File::open(&path) {
+                file = f;
+                pos = 0;
+                window.clear();
+                window_bytes = 0;
+                base = 1;
+                partial.clear();
+                printed.clear();
+                rotated = false;
+                continue;
             }
         }
         if n == 0 {

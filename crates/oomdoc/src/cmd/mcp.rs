@@ -19,32 +19,70 @@ use oomdoc_diagnose::{diagnose_text, render, Lang, Options};
 use oomdoc_kb::KnowledgeBase;
 use serde_json::{json, Map, Value};
 use std::io::{self, BufRead, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 #[derive(Args)]
-pub struct McpArgs {}
+pub struct McpArgs {
+    /// Confine the files the tools read (`paths`, `dump`) to this directory: a path
+    /// outside it, or a link that leads outside it, is refused. Without it the tools
+    /// read any file the user running `oomdoc mcp` can read.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+}
 
 /// Protocol revisions this server speaks (tools, as used here, are the same in all).
 const PROTOCOL_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 /// Largest message accepted (a pasted log can be large; a dump path is better).
 const MAX_MESSAGE: u64 = 64 << 20;
+/// Tool calls running at once; more are answered with an error the agent can retry.
+const MAX_CALLS: usize = 8;
 
-pub fn run(_args: McpArgs) -> Result<(), CliError> {
+/// What every tool call may read.
+#[derive(Clone, Default)]
+struct Ctx {
+    /// `--root`, canonical.
+    root: Option<PathBuf>,
+}
+
+/// Requests in flight by id, and those the client cancelled (`notifications/cancelled`):
+/// a cancelled call's result is not sent.
+#[derive(Default)]
+struct Calls {
+    running: std::collections::HashSet<String>,
+    cancelled: std::collections::HashSet<String>,
+}
+
+/// The stdout side, shared by the reader loop and the call threads.
+type Out = Arc<Mutex<io::Stdout>>;
+
+pub fn run(args: McpArgs) -> Result<(), CliError> {
+    let root = match &args.root {
+        Some(r) => Some(std::fs::canonicalize(r).map_err(|e| CliError::usage(format!("--root {}: {e}", r.display())))?),
+        None => None,
+    };
+    let ctx = Ctx { root };
     let stdin = io::stdin();
     let mut input = stdin.lock();
-    let mut out = io::stdout().lock();
+    let out: Out = Arc::new(Mutex::new(io::stdout()));
+    let calls: Arc<Mutex<Calls>> = Arc::default();
+    let mut workers: Vec<std::thread::JoinHandle<()>> = Vec::new();
     let mut buf = Vec::new();
     loop {
+        workers.retain(|w| !w.is_finished());
         buf.clear();
         let n = (&mut input).take(MAX_MESSAGE + 1).read_until(b'\n', &mut buf)?;
         if n == 0 {
-            return Ok(()); // the client closed stdin: shut down
+            // The client closed stdin: finish the calls in flight, then shut down.
+            for w in workers {
+                let _ = w.join();
+            }
+            return Ok(());
         }
         if buf.len() as u64 > MAX_MESSAGE && buf.last() != Some(&b'\n') {
-            // Skip the rest of the oversized line.
-            let mut sink = Vec::new();
-            input.read_until(b'\n', &mut sink)?;
-            write_msg(&mut out, &error(Value::Null, -32700, &format!("message larger than {MAX_MESSAGE} bytes")))?;
+            // Skip the rest of the oversized line without keeping it.
+            skip_line(&mut input)?;
+            write_msg(&out, &error(Value::Null, -32700, &format!("message larger than {MAX_MESSAGE} bytes")))?;
             continue;
         }
         let line = String::from_utf8_lossy(&buf);
@@ -54,21 +92,79 @@ pub fn run(_args: McpArgs) -> Result<(), CliError> {
         }
         let reply = match serde_json::from_str::<Value>(line) {
             Err(e) => Some(error(Value::Null, -32700, &format!("parse error: {e}"))),
+            Ok(Value::Array(batch)) if batch.is_empty() => Some(error(Value::Null, -32600, "invalid request: empty batch")),
+            // A batch is answered as one array, so its calls run here, one after another.
             Ok(Value::Array(batch)) => {
-                let replies: Vec<Value> = batch.into_iter().filter_map(handle).collect();
+                let replies: Vec<Value> = batch.into_iter().filter_map(|m| handle(m, &ctx, &calls)).collect();
                 (!replies.is_empty()).then_some(Value::Array(replies))
             }
-            Ok(msg) => handle(msg),
+            Ok(msg) => {
+                if let Some(call) = as_tool_call(&msg) {
+                    // Each tool call on its own thread: `ping`, other calls and
+                    // `notifications/cancelled` are read and answered meanwhile.
+                    let busy = calls.lock().map(|c| c.running.len()).unwrap_or(0) >= MAX_CALLS;
+                    if busy {
+                        Some(error(call, -32000, &format!("{MAX_CALLS} tool calls are already running; retry when one has answered")))
+                    } else {
+                        let key = call.to_string();
+                        if let Ok(mut c) = calls.lock() {
+                            c.running.insert(key.clone());
+                        }
+                        let (ctx, calls, out) = (ctx.clone(), calls.clone(), out.clone());
+                        workers.push(std::thread::spawn(move || {
+                            let reply = handle(msg, &ctx, &calls);
+                            let cancelled = calls.lock().map(|mut c| {
+                                c.running.remove(&key);
+                                c.cancelled.remove(&key)
+                            });
+                            if let (Some(r), Ok(false)) = (reply, cancelled) {
+                                let _ = write_msg(&out, &r);
+                            }
+                        }));
+                        None
+                    }
+                } else {
+                    handle(msg, &ctx, &calls)
+                }
+            }
         };
         if let Some(r) = reply {
-            write_msg(&mut out, &r)?;
+            write_msg(&out, &r)?;
         }
     }
 }
 
-fn write_msg(out: &mut impl Write, v: &Value) -> io::Result<()> {
+/// The id of a `tools/call` request (the one kind of message that can take long).
+fn as_tool_call(msg: &Value) -> Option<Value> {
+    let obj = msg.as_object()?;
+    (obj.get("method").and_then(Value::as_str) == Some("tools/call")).then(|| obj.get("id").cloned()).flatten()
+}
+
+/// Read and drop the rest of a line, a buffer at a time (never the whole line at once).
+fn skip_line(input: &mut impl BufRead) -> io::Result<()> {
+    loop {
+        let (found, n) = {
+            let chunk = input.fill_buf()?;
+            if chunk.is_empty() {
+                return Ok(());
+            }
+            match chunk.iter().position(|&b| b == b'\n') {
+                Some(i) => (true, i + 1),
+                None => (false, chunk.len()),
+            }
+        };
+        input.consume(n);
+        if found {
+            return Ok(());
+        }
+    }
+}
+
+fn write_msg(out: &Out, v: &Value) -> io::Result<()> {
     let mut s = serde_json::to_string(v).expect("serializes");
     s.push('\n');
+    // One whole message at a time, whichever thread answers.
+    let mut out = out.lock().unwrap_or_else(|p| p.into_inner());
     out.write_all(s.as_bytes())?;
     out.flush()
 }
@@ -82,7 +178,7 @@ fn result(id: Value, result: Value) -> Value {
 }
 
 /// Answer one message; notifications (no `id`) get no answer.
-fn handle(msg: Value) -> Option<Value> {
+fn handle(msg: Value, ctx: &Ctx, calls: &Mutex<Calls>) -> Option<Value> {
     let Some(obj) = msg.as_object() else {
         return Some(error(Value::Null, -32600, "invalid request: not an object"));
     };
@@ -91,7 +187,19 @@ fn handle(msg: Value) -> Option<Value> {
         // A response from the client (we send no requests) or garbage.
         return id.map(|id| error(id, -32600, "invalid request: no method"));
     };
-    let id = id?; // notifications: initialized, cancelled, … need no answer
+    if method == "notifications/cancelled" {
+        // The client no longer wants the answer of a call still running.
+        if let Some(rid) = obj.get("params").and_then(|p| p.get("requestId")) {
+            if let Ok(mut c) = calls.lock() {
+                let key = rid.to_string();
+                if c.running.contains(&key) {
+                    c.cancelled.insert(key);
+                }
+            }
+        }
+        return None;
+    }
+    let id = id?; // notifications: initialized, … need no answer
     let params = obj.get("params").cloned().unwrap_or(Value::Null);
     Some(match method {
         "initialize" => {
@@ -118,7 +226,7 @@ fn handle(msg: Value) -> Option<Value> {
             let Some(args) = args.as_object() else {
                 return Some(error(id, -32602, "`arguments` must be an object"));
             };
-            match call(name, args) {
+            match call(name, args, ctx) {
                 Ok((text, structured)) => result(id, json!({ "content": [ { "type": "text", "text": text } ], "structuredContent": structured, "isError": false })),
                 Err(msg) => result(id, json!({ "content": [ { "type": "text", "text": msg } ], "isError": true })),
             }
@@ -192,7 +300,7 @@ fn tools() -> Vec<Value> {
             "inputSchema": {
                 "type": "object",
                 "properties": {
-                    "arch": { "type": "string", "description": "GPU arch: sm_70 … sm_120 (8.6 and 86 work too)." },
+                    "arch": { "type": "string", "description": "GPU arch: sm_70 … sm_120 (8.6 and 86 work too), or a GPU name (rtx4090, H100, A100)." },
                     "block_m": { "type": "integer", "minimum": 1 },
                     "block_n": { "type": "integer", "minimum": 1 },
                     "block_k": { "type": "integer", "minimum": 1 },
@@ -276,26 +384,41 @@ fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, String> {
     serde_json::to_value(v).map_err(|e| e.to_string())
 }
 
-fn call(name: &str, args: &Map<String, Value>) -> ToolResult {
+fn call(name: &str, args: &Map<String, Value>, ctx: &Ctx) -> ToolResult {
     match name {
-        "diagnose" => tool_diagnose(args),
+        "diagnose" => tool_diagnose(args, ctx),
         "explain" => tool_explain(args),
         "plan_pallas" => tool_plan_pallas(args),
         "plan_triton" => tool_plan_triton(args),
-        "memory" => tool_memory(args),
-        "memory_snapshot" => tool_memory_snapshot(args),
+        "memory" => tool_memory(args, ctx),
+        "memory_snapshot" => tool_memory_snapshot(args, ctx),
         other => Err(format!("unknown tool `{other}`")),
     }
 }
 
-fn tool_diagnose(args: &Map<String, Value>) -> ToolResult {
+/// A path a tool may read: it exists, is a regular file or a directory (a FIFO would
+/// block the call, a device never ends), and lies under `--root` when one is set (links
+/// resolved first).
+fn readable_path(arg: &str, p: &Path, ctx: &Ctx) -> Result<(), String> {
+    let meta = std::fs::metadata(p).map_err(|e| format!("`{arg}`: {}: {e}", p.display()))?;
+    if !meta.is_file() && !meta.is_dir() {
+        return Err(format!("`{arg}`: {} is not a regular file or a directory (a pipe, socket or device); oomdoc reads log files and folders", p.display()));
+    }
+    if let Some(root) = &ctx.root {
+        let real = std::fs::canonicalize(p).map_err(|e| format!("`{arg}`: {}: {e}", p.display()))?;
+        if !real.starts_with(root) {
+            return Err(format!("`{arg}`: {} is outside the directory this server may read ({}; oomdoc mcp --root)", p.display(), root.display()));
+        }
+    }
+    Ok(())
+}
+
+fn tool_diagnose(args: &Map<String, Value>, ctx: &Ctx) -> ToolResult {
     check_keys(args, &["text", "paths", "dump", "lang"])?;
     let lang = lang_arg(args)?;
     let dump = str_arg(args, "dump")?.map(PathBuf::from);
     if let Some(d) = &dump {
-        if !d.exists() {
-            return Err(format!("`dump`: {}: no such file or directory", d.display()));
-        }
+        readable_path("dump", d, ctx)?;
     }
     let opts = Options { lang, dump, ..Options::default() };
     let paths: Vec<PathBuf> = match args.get("paths") {
@@ -313,7 +436,10 @@ fn tool_diagnose(args: &Map<String, Value>) -> ToolResult {
             if paths.iter().any(|p| p.as_os_str() == "-") {
                 return Err("`paths`: `-` (standard input) is the protocol's channel here; pass the text as `text`".into());
             }
-            super::diagnose::diagnose_paths(&paths, &opts, None).map_err(|e| e.to_string())?
+            for p in &paths {
+                readable_path("paths", p, ctx)?;
+            }
+            super::diagnose::diagnose_paths_within(&paths, &opts, None, ctx.root.as_deref()).map_err(|e| e.to_string())?
         }
     };
     Ok((render::text(&report, lang, false), to_value(&report)?))
@@ -382,10 +508,11 @@ fn tool_plan_triton(args: &Map<String, Value>) -> ToolResult {
     Ok((text, to_value(&plan)?))
 }
 
-fn tool_memory_snapshot(args: &Map<String, Value>) -> ToolResult {
+fn tool_memory_snapshot(args: &Map<String, Value>, ctx: &Ctx) -> ToolResult {
     use oomdoc_memory::pytorch::{self, analysis::AnalysisOptions, render};
     check_keys(args, &["snapshot", "top"])?;
     let path = PathBuf::from(str_arg(args, "snapshot")?.ok_or("`snapshot` is required (a PyTorch memory snapshot pickle)")?);
+    readable_path("snapshot", &path, ctx)?;
     if !pytorch::is_snapshot_file(&path) {
         return Err(format!("`snapshot`: {}: not a PyTorch memory snapshot (a pickle from torch.cuda.memory._dump_snapshot())", path.display()));
     }
@@ -396,14 +523,12 @@ fn tool_memory_snapshot(args: &Map<String, Value>) -> ToolResult {
     Ok((text, render::to_json(&report, &snap)))
 }
 
-fn tool_memory(args: &Map<String, Value>) -> ToolResult {
+fn tool_memory(args: &Map<String, Value>, ctx: &Ctx) -> ToolResult {
     use oomdoc_memory::render::{json as mjson, text as mtext};
     use oomdoc_memory::{load_dump_paths, MemoryReport, SourcePreference};
     check_keys(args, &["dump", "module", "top"])?;
     let dump = PathBuf::from(str_arg(args, "dump")?.ok_or("`dump` is required (an XLA dump directory)")?);
-    if !dump.exists() {
-        return Err(format!("`dump`: {}: no such file or directory", dump.display()));
-    }
+    readable_path("dump", &dump, ctx)?;
     let top = u64_arg(args, "top")?.unwrap_or(10).min(1000) as usize;
     let d = load_dump_paths(std::slice::from_ref(&dump)).map_err(|e| e.to_string())?;
     // As `oomdoc memory DIR [--module NAME] --format json`.

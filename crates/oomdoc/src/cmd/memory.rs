@@ -80,7 +80,7 @@ fn refuse_overwriting_inputs(output: &std::path::Path, inputs: &[PathBuf]) -> Re
     let out = std::fs::canonicalize(output).unwrap_or_else(|_| output.to_path_buf());
     for input in inputs {
         let Ok(canon) = std::fs::canonicalize(input) else { continue };
-        let inside = canon.is_dir() && out.starts_with(&canon);
+        let inside = canon.is_dir() && (out.starts_with(&canon) || hard_link_inside(&out_meta, &canon));
         if out == canon || inside || same_file(&out_meta, input) {
             return Err(CliError::usage(format!(
                 "refusing to write the report to {}: it is {} input {}",
@@ -91,6 +91,39 @@ fn refuse_overwriting_inputs(output: &std::path::Path, inputs: &[PathBuf]) -> Re
         }
     }
     Ok(())
+}
+
+/// Whether `out` is a hard link to a file somewhere under `dir` (only looked for when
+/// `out` has other links; bounded to the files a dump directory holds).
+#[cfg(unix)]
+fn hard_link_inside(out: &std::fs::Metadata, dir: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if out.nlink() < 2 {
+        return false;
+    }
+    let mut stack = vec![dir.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            seen += 1;
+            if seen > 200_000 {
+                return false;
+            }
+            let Ok(m) = std::fs::symlink_metadata(e.path()) else { continue };
+            if m.is_dir() {
+                stack.push(e.path());
+            } else if m.dev() == out.dev() && m.ino() == out.ino() {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+#[cfg(not(unix))]
+fn hard_link_inside(_: &std::fs::Metadata, _: &std::path::Path) -> bool {
+    false
 }
 
 #[cfg(unix)]
@@ -164,7 +197,11 @@ pub fn run(args: MemoryArgs) -> Result<(), CliError> {
                 let selected = (!args.all).then(|| (reports[0].name.as_str(), reports[0].program_id));
                 s.push_str(&text::render_listing(&listing, selected));
                 if !args.all {
-                    s.push_str("(pick another with --module NAME or id; --all for every module)\n");
+                    // Say which rule chose the module shown (users expect the training step).
+                    s.push_str(&format!(
+                        "→ {}: the module with the largest peak; pick another with --module NAME or id, or --all for every module\n",
+                        reports[0].name
+                    ));
                 }
                 s.push('\n');
             }

@@ -101,7 +101,7 @@ struct MatmulArgs {
 
 #[derive(Args)]
 struct TritonArgs {
-    /// GPU arch: sm_70 … sm_120 (8.6 and 86 work too).
+    /// GPU arch: sm_70 … sm_120 (8.6 and 86 work too), or a GPU name (rtx4090, H100, A100).
     #[arg(long)]
     arch: String,
     #[arg(long, required_unless_present = "configs")]

@@ -69,14 +69,22 @@ pub struct RunArgs {
 const MAX_PIECE: usize = 1 << 20;
 /// Pieces in flight between the pass-through threads and the scanner.
 const CHANNEL_PIECES: usize = 16;
-/// After the child exits, how long to wait for output still held open by its own children.
+/// After the child exits, how long output still held open by its own children may pause
+/// before oomdoc stops waiting for it.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
-/// `DRAIN_GRACE`, or `OOMDOC_RUN_DRAIN_GRACE_MS` where set: tests stretch it to minutes so that
-/// "ended when the command did, not after the grace" is told apart without timing the run.
+/// `DRAIN_GRACE`, or `OOMDOC_RUN_DRAIN_GRACE_MS` where set (tests stretch it to minutes, so
+/// that "ended when the output closed, not after the grace" is told without a clock).
 fn drain_grace() -> Duration {
     std::env::var("OOMDOC_RUN_DRAIN_GRACE_MS").ok().and_then(|v| v.parse().ok()).map(Duration::from_millis).unwrap_or(DRAIN_GRACE)
 }
+
+/// The longest oomdoc keeps passing through output of processes that outlive the command
+/// (as long as they keep writing; [`drain_grace`] of silence ends it sooner).
+const DRAIN_MAX: Duration = Duration::from_secs(300);
+/// Bytes passed through so far, on every stream: the drain after the command's exit
+/// goes on while this moves.
+static PASSED_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 static CHILD_PGID: AtomicI32 = AtomicI32::new(0);
 static PTY_MASTER: AtomicI32 = AtomicI32::new(-1);
@@ -198,6 +206,7 @@ fn pass_through(mut src: Source, tx: SyncSender<Vec<u8>>, done: SyncSender<()>) 
             Err(_) => break,
         };
         let data = &buf[..n];
+        PASSED_BYTES.fetch_add(n as u64, Ordering::Relaxed);
         if writing && out.write_all(data).is_err() {
             // Our reader went away (`oomdoc run -- cmd | head`): stop reading this stream
             // too, so the command sees the closed pipe as it would without oomdoc.
@@ -282,7 +291,8 @@ impl Ended {
 
 /// Wait for the child. With the terminal (`foreground`), job control works as in a shell:
 /// when Ctrl-Z stops the command, oomdoc takes the terminal back and stops too; when the
-/// shell resumes oomdoc (`fg`), the command gets the terminal and SIGCONT.
+/// shell resumes oomdoc (`fg`), the command gets the terminal and SIGCONT. Without the
+/// terminal, or for a stop that is not the terminal's, oomdoc never stops itself.
 fn wait_child(pid: libc::pid_t, foreground: bool) -> io::Result<Ended> {
     loop {
         let mut status = 0;
@@ -295,16 +305,17 @@ fn wait_child(pid: libc::pid_t, foreground: bool) -> io::Result<Ended> {
             if libc::WIFSIGNALED(status) {
                 return Ok(Ended::Signaled(libc::WTERMSIG(status)));
             }
-            if libc::WIFSTOPPED(status) {
+            // Ctrl-Z (or a read or write of the terminal from the background) stopped the
+            // command: stop with it, as a shell's job would. Any other stop (SIGSTOP from a
+            // scheduler's suspend, `kill -STOP`, a debugger) is resumed by whoever sent it;
+            // oomdoc keeps waiting and passing output through.
+            let from_terminal = matches!(libc::WSTOPSIG(status), libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU);
+            if libc::WIFSTOPPED(status) && foreground && from_terminal {
                 // SAFETY: terminal and signal calls on our own process group and the child's.
                 unsafe {
-                    if foreground {
-                        libc::tcsetpgrp(0, libc::getpgrp());
-                    }
+                    libc::tcsetpgrp(0, libc::getpgrp());
                     libc::kill(libc::getpid(), libc::SIGSTOP);
-                    if foreground {
-                        libc::tcsetpgrp(0, pid);
-                    }
+                    libc::tcsetpgrp(0, pid);
                     libc::kill(-pid, libc::SIGCONT);
                 }
             }
@@ -322,7 +333,7 @@ pub fn run(args: RunArgs) -> u8 {
     match run_inner(args) {
         Ok(code) => code,
         Err((code, msg)) => {
-            eprintln!("oomdoc: {msg}");
+            eprintln!("oomdoc: {}", oomdoc_units::terminal::escape(&msg));
             code
         }
     }
@@ -338,8 +349,87 @@ fn display_cmd(cmd: &[OsString]) -> String {
     }
 }
 
+/// A regular file's identity and state, to tell whether someone wrote to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime_ns: i128,
+}
+
+impl FileStamp {
+    fn of(m: &std::fs::Metadata) -> FileStamp {
+        use std::os::unix::fs::MetadataExt;
+        FileStamp { dev: m.dev(), ino: m.ino(), len: m.len(), mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128 }
+    }
+}
+
+/// The `--report` file, checked before the command starts (not hours later), and never
+/// the command's own log.
+struct ReportFile {
+    path: PathBuf,
+    /// The regular file as it was when the run started.
+    at_start: Option<FileStamp>,
+}
+
+impl ReportFile {
+    /// Refuses a path that cannot be written, and one where the command's stdout or stderr
+    /// already goes (`--report out.log … > out.log`, a hard link included). A missing file
+    /// is created (empty) now, which proves its directory writable.
+    fn prepare(path: &Path) -> Result<ReportFile, String> {
+        use std::os::unix::fs::MetadataExt;
+        let cannot = |e: &dyn std::fmt::Display| format!("cannot write the report {}: {e}", path.display());
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| cannot(&e))?;
+                std::fs::metadata(path).map_err(|e| cannot(&e))?
+            }
+            Err(e) => return Err(cannot(&e)),
+        };
+        if meta.is_dir() {
+            return Err(cannot(&"it is a directory"));
+        }
+        for (fd, name) in [(libc::STDOUT_FILENO, "standard output"), (libc::STDERR_FILENO, "standard error")] {
+            // SAFETY: fstat on our own descriptor into a zeroed struct.
+            let same = unsafe {
+                let mut st: libc::stat = std::mem::zeroed();
+                libc::fstat(fd, &mut st) == 0 && st.st_dev as u64 == meta.dev() && st.st_ino as u64 == meta.ino()
+            };
+            if same && meta.is_file() {
+                return Err(format!(
+                    "--report {}: the command's {name} goes to this file, and the report would replace that log; choose another path (nothing was run)",
+                    path.display()
+                ));
+            }
+        }
+        std::fs::OpenOptions::new().append(true).open(path).map_err(|e| cannot(&e))?;
+        Ok(ReportFile { path: path.to_path_buf(), at_start: meta.is_file().then(|| FileStamp::of(&meta)) })
+    }
+
+    /// Writes the report, unless the command wrote to this file during the run (it is the
+    /// command's log): then nothing is overwritten and the error says so.
+    fn write(&self, text: &str) -> Result<(), String> {
+        if let (Some(start), Ok(now)) = (self.at_start, std::fs::metadata(&self.path)) {
+            if now.is_file() && FileStamp::of(&now) != start {
+                return Err(format!(
+                    "the report was not written to {}: the file changed during the run (the command writes to it?), and the report would have replaced it; choose another --report path",
+                    self.path.display()
+                ));
+            }
+        }
+        std::fs::write(&self.path, text).map_err(|e| format!("cannot write the report {}: {e}", self.path.display()))
+    }
+}
+
 fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
     let shown = display_cmd(&args.command);
+    // Checked before the command runs, which may take hours.
+    let report_file = match &args.report {
+        Some(p) => Some(ReportFile::prepare(p).map_err(|e| (2, e))?),
+        None => None,
+    };
     // The dump directory, when asked for.
     let want_dump = args.xla_dump || args.keep_dump.is_some();
     let dump_dir: Option<(PathBuf, bool)> = if want_dump {
@@ -437,14 +527,14 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
                 let _ = std::fs::remove_dir_all(dir);
             }
             let msg = format!("cannot run `{shown}`: {e}");
-            if let Some(path) = &args.report {
+            if let Some(file) = &report_file {
                 let mut v = serde_json::to_value(Report::default()).expect("report serializes");
                 if let Some(o) = v.as_object_mut() {
                     o.insert("exit_status".into(), 127.into());
                     o.insert("signal".into(), serde_json::Value::Null);
                     o.insert("error".into(), msg.clone().into());
                 }
-                let _ = std::fs::write(path, serde_json::to_string_pretty(&v).expect("serializes") + "\n");
+                let _ = file.write(&(serde_json::to_string_pretty(&v).expect("serializes") + "\n"));
             }
             return Err((127, msg));
         }
@@ -463,6 +553,8 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
             libc::tcsetpgrp(0, pid);
         }
     }
+    // Which processes belong to the job, for telling its OOM kills from others' in a shared cgroup.
+    let tree = JobTree::watch(pid);
     let pending = PENDING_SIGNAL.swap(0, Ordering::SeqCst);
     if pending > 0 {
         // SAFETY: signalling the child's own process group.
@@ -505,19 +597,28 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
         // SAFETY: take the terminal back for our own group.
         unsafe { libc::tcsetpgrp(0, libc::getpgrp()) };
     }
-    // Output the command's own children still hold open gets a short grace, then we go on.
-    let deadline = Instant::now() + drain_grace();
-    for _ in 0..n_sources {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if done_rx.recv_timeout(left).is_err() {
-            break;
-        }
-    }
+    // Processes the command started may outlive it and keep writing to its output: pass
+    // that through (and scan it) until they close it, as long as output keeps coming
+    // (the grace of silence), at most DRAIN_MAX.
+    let drain_note = drain_outliving(&done_rx, n_sources, drain_grace(), DRAIN_MAX, &shown);
     stop.store(true, Ordering::SeqCst);
+    tree.stop();
+    // A command that succeeded, with no report asked for: nothing will be printed, so the
+    // scan still catching up (a flood of lines) is not waited for.
+    if !ended.failed() && report_file.is_none() {
+        if let Some(n) = &drain_note {
+            eprintln!("oomdoc: note: {}", oomdoc_units::terminal::escape(n));
+        }
+        if let Some((dir, false)) = &dump_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        return Ok(ended.shell_status());
+    }
     let mut report = match scanner.join() {
         Ok(Ok(r)) => r,
         _ => Report::default(),
     };
+    report.notes.extend(drain_note.clone());
     let after = KernelState::read();
 
     // The kernel's evidence for a SIGKILL.
@@ -526,7 +627,10 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
     // (a launcher such as torchrun exits 1 when a worker it started is OOM-killed).
     let oom_counted = matches!((before.oom_kill, after.oom_kill), (Some(b), Some(a)) if a > b);
     if ended.killed() || (ended.failed() && oom_counted) {
-        add_kill_finding(&mut report, ended, pid, &before, &after, &shown, &opts);
+        let job = tree.pids();
+        if let Some(n) = add_kill_finding(&mut report, ended, pid, &job, &before, &after, &shown, &opts) {
+            report.notes.push(n);
+        }
     }
     let code = ended.shell_status();
     let mut note = None;
@@ -539,10 +643,10 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
         });
         o.insert("seconds".into(), serde_json::json!((elapsed.as_secs_f64() * 1000.0).round() / 1000.0));
     }
-    if let Some(path) = &args.report {
+    if let Some(file) = &report_file {
         let text = serde_json::to_string_pretty(&v).expect("serializes") + "\n";
-        if let Err(e) = std::fs::write(path, text) {
-            note = Some(format!("cannot write the report {}: {e}", path.display()));
+        if let Err(e) = file.write(&text) {
+            note = Some(e);
         }
     }
     // `oomdoc run -- cmd | head`: the command ended by SIGPIPE when its reader left is no
@@ -562,7 +666,7 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
             (Ended::Signaled(s), true) => format!("被 {} 终止（状态 {code}）", signal_name(s)),
         };
         let mut err = io::stderr().lock();
-        let _ = writeln!(err, "\n── oomdoc: `{shown}` {how} ──");
+        let _ = writeln!(err, "\n── oomdoc: `{}` {how} ──", oomdoc_units::terminal::escape(&shown));
         let _ = err.write_all(render::text(&report, args.lang, color).as_bytes());
         if let Some((dir, true)) = &dump_dir {
             let _ = writeln!(err, "XLA dump kept in {}", dir.display());
@@ -570,7 +674,11 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
         let _ = err.flush();
     }
     if let Some(n) = note {
-        eprintln!("oomdoc: {n}");
+        eprintln!("oomdoc: {}", oomdoc_units::terminal::escape(&n));
+    }
+    // Said even on success (the diagnosis, with its notes, is printed only on failure).
+    if let (Some(n), false) = (&drain_note, ended.failed()) {
+        eprintln!("oomdoc: note: {}", oomdoc_units::terminal::escape(n));
     }
     // A failed job reports itself to the team server; the exit status stays the job's.
     if ended.failed() && !sigpipe_quiet && args.post.post.is_some() {
@@ -580,6 +688,42 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
         let _ = std::fs::remove_dir_all(dir);
     }
     Ok(code)
+}
+
+/// After the command exited: wait for every stream to close, while output keeps coming
+/// (no output for `grace` ends it) and for at most `max`. A note when it ended with a
+/// stream still open: the rest of that output is neither shown nor diagnosed.
+fn drain_outliving(done: &Receiver<()>, streams: usize, grace: Duration, max: Duration, shown: &str) -> Option<String> {
+    let start = Instant::now();
+    let mut closed = 0;
+    let mut seen = PASSED_BYTES.load(Ordering::Relaxed);
+    let mut quiet_since = Instant::now();
+    while closed < streams {
+        match done.recv_timeout(Duration::from_millis(50)) {
+            Ok(()) => {
+                closed += 1;
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        let now = PASSED_BYTES.load(Ordering::Relaxed);
+        if now != seen {
+            seen = now;
+            quiet_since = Instant::now();
+        }
+        let why = if quiet_since.elapsed() >= grace {
+            format!("after {:.1} s without output", grace.as_secs_f64())
+        } else if start.elapsed() >= max {
+            format!("after {} s", max.as_secs())
+        } else {
+            continue;
+        };
+        return Some(format!(
+            "`{shown}` exited, but a process it started still holds its output open; oomdoc stopped passing that output through {why} (what it writes later is neither shown nor diagnosed)"
+        ));
+    }
+    None
 }
 
 fn signal_name(s: i32) -> String {
@@ -596,6 +740,81 @@ fn signal_name(s: i32) -> String {
         _ => return format!("signal {s}"),
     };
     name.to_string()
+}
+
+/// The processes of the job: the command, its process group and everything descended
+/// from it, sampled from /proc while it runs (a process the OOM killer kills has been
+/// alive long enough to grow; sampling misses only the very short-lived).
+struct JobTree {
+    pids: Arc<std::sync::Mutex<std::collections::HashSet<i32>>>,
+    done: Arc<AtomicBool>,
+}
+
+/// Most pids remembered (a fork bomb must not grow this without bound).
+const JOB_TREE_MAX: usize = 1 << 16;
+
+impl JobTree {
+    fn watch(root: i32) -> JobTree {
+        let pids = Arc::new(std::sync::Mutex::new(std::collections::HashSet::from([root])));
+        let done = Arc::new(AtomicBool::new(false));
+        let (p, d) = (pids.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !d.load(Ordering::Relaxed) {
+                let found = job_processes(root, &p.lock().map(|s| s.clone()).unwrap_or_default());
+                if let Ok(mut set) = p.lock() {
+                    for pid in found {
+                        if set.len() >= JOB_TREE_MAX {
+                            break;
+                        }
+                        set.insert(pid);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        });
+        JobTree { pids, done }
+    }
+
+    fn stop(&self) {
+        self.done.store(true, Ordering::Relaxed);
+    }
+
+    fn pids(&self) -> std::collections::HashSet<i32> {
+        self.pids.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+}
+
+/// Processes now in `pgid`'s process group or descended from a process in `known`.
+fn job_processes(pgid: i32, known: &std::collections::HashSet<i32>) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    // pid → (parent, process group), from /proc/PID/stat: "pid (comm) state ppid pgrp …"
+    // (comm may hold spaces and parentheses: fields are counted after the last ')').
+    let mut procs: Vec<(i32, i32, i32)> = Vec::new();
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { continue };
+        let mut f = rest.split_whitespace().skip(1);
+        let (Some(ppid), Some(pgrp)) = (f.next().and_then(|v| v.parse().ok()), f.next().and_then(|v| v.parse().ok())) else { continue };
+        procs.push((pid, ppid, pgrp));
+    }
+    let mut members: std::collections::HashSet<i32> = known.clone();
+    members.extend(procs.iter().filter(|p| p.2 == pgid).map(|p| p.0));
+    // Descendants, to any depth (a process that started its own group or session too).
+    loop {
+        let before = members.len();
+        members.extend(procs.iter().filter(|p| members.contains(&p.1)).map(|p| p.0).collect::<Vec<_>>());
+        if members.len() == before || members.len() >= JOB_TREE_MAX {
+            break;
+        }
+    }
+    members.into_iter().collect()
+}
+
+/// The pid in a kernel OOM-killer line (`Killed process 4321 (python) …`, `oom-kill:… pid=4321,…`).
+fn killed_pid(line: &str) -> Option<i32> {
+    let after = line.split("Killed process ").nth(1).or_else(|| line.split(",pid=").nth(1))?;
+    after.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
 }
 
 /// What the kernel says about memory kills, read before and after the run.
@@ -689,19 +908,25 @@ fn dmesg_kills(since_uptime: f64) -> Option<Vec<String>> {
     Some(lines)
 }
 
-fn add_kill_finding(report: &mut Report, ended: Ended, pid: i32, before: &KernelState, after: &KernelState, shown: &str, opts: &Options) {
+/// Adds the `host.oom-killer` finding for a SIGKILL, or for a failure after the OOM killer
+/// struck in the job's cgroup. A kill is the job's when the kernel names one of its
+/// processes (`job`); a kill the kernel names of another process in a shared cgroup is
+/// not blamed on the job: None is added then, and the returned note says what happened.
+#[allow(clippy::too_many_arguments)]
+fn add_kill_finding(report: &mut Report, ended: Ended, pid: i32, job: &std::collections::HashSet<i32>, before: &KernelState, after: &KernelState, shown: &str, opts: &Options) -> Option<String> {
     let mut evidence = vec![match ended {
         Ended::Signaled(s) => format!("oomdoc run: `{shown}` (pid {pid}) was killed by {} (status {})", signal_name(s), ended.shell_status()),
         Ended::Exited(137) => format!("oomdoc run: `{shown}` (pid {pid}) exited with status 137 (128 + SIGKILL: a process it waited for was killed)"),
-        Ended::Exited(c) => format!("oomdoc run: `{shown}` (pid {pid}) exited with status {c} after a process of the job was killed"),
+        Ended::Exited(c) => format!("oomdoc run: `{shown}` (pid {pid}) exited with status {c} after a process in its cgroup was killed"),
     }];
     let mut details: Vec<(&str, serde_json::Value)> = vec![("exit_status", ended.shell_status().into())];
-    let mut proven = false;
+    // The cgroup counted a kill during the run (of any process in it).
+    let mut counted = false;
     match (before.oom_kill, after.oom_kill) {
         (Some(b), Some(a)) => {
             let dir = after.cgroup.as_ref().map(|d| d.display().to_string()).unwrap_or_default();
             if a > b {
-                proven = true;
+                counted = true;
                 evidence.push(format!("cgroup {dir}: oom_kill counter went from {b} to {a} during the run"));
             } else {
                 evidence.push(format!("cgroup {dir}: oom_kill counter stayed at {a} (no OOM kill counted in this cgroup; the SIGKILL may have come from elsewhere)"));
@@ -717,27 +942,35 @@ fn add_kill_finding(report: &mut Report, ended: Ended, pid: i32, before: &Kernel
         evidence.push(format!("memory limit {} ({limit} bytes) in {}", format_bytes(*limit), path.display()));
         sizes.push((SizeKey::Limit, *limit, format!("memory.max {limit}")));
     }
+    // Proven: the kernel names a process of the job, or the job itself died of SIGKILL
+    // while its cgroup counted a kill.
+    let mut proven = counted && ended.killed();
     let mut from_kernel: Option<Finding> = None;
-    if let Some(lines) = before.uptime.and_then(dmesg_kills) {
-        let mine: Vec<&String> = lines.iter().filter(|l| l.contains(&format!("Killed process {pid} "))).collect();
-        // Another process's kill is ours only when our cgroup counted a kill during the run.
-        let chosen: Vec<&String> = if !mine.is_empty() {
-            mine.clone()
-        } else if proven {
-            lines.iter().collect()
-        } else {
-            Vec::new()
-        };
+    let dmesg = before.uptime.and_then(dmesg_kills);
+    if let Some(lines) = &dmesg {
+        let (mine, others): (Vec<&String>, Vec<&String>) = lines.iter().partition(|l| killed_pid(l).is_some_and(|p| p == pid || job.contains(&p)));
         if !mine.is_empty() {
             proven = true;
+        } else if !others.is_empty() && !ended.killed() {
+            // The OOM killer struck another process in a shared cgroup; the job failed for
+            // its own reasons.
+            let who = others.iter().filter_map(|l| killed_pid(l)).map(|p| p.to_string()).collect::<Vec<_>>().join(", ");
+            return Some(format!(
+                "the OOM killer killed process {who} in this cgroup during the run, which is not part of `{shown}`; the command's own failure is above"
+            ));
         }
-        for l in chosen.iter().take(3) {
+        for l in mine.iter().take(3) {
             evidence.push(format!("dmesg: {l}"));
         }
+        for l in others.iter().take(2) {
+            evidence.push(format!("dmesg (another process, not the job's): {l}"));
+        }
         // The kernel's own line carries the numbers (anon-rss): read it like any log.
-        if let Some(l) = chosen.last() {
+        if let Some(l) = mine.last() {
             from_kernel = diagnose_text(l, opts).findings.into_iter().find(|f| f.id == "host.oom-killer");
         }
+    } else if counted && !ended.killed() {
+        evidence.push("dmesg is not readable here, so which process of the cgroup was killed is not known".into());
     }
     let confidence = if proven { Confidence::Certain } else { Confidence::Likely };
     let text = evidence.join("\n");
@@ -761,13 +994,19 @@ fn add_kill_finding(report: &mut Report, ended: Ended, pid: i32, before: &Kernel
     };
     f.confidence = confidence;
     let zh = opts.lang == Lang::Zh;
-    let verdict = match (proven, ended.killed(), zh) {
-        (true, true, false) => "killed by the OOM killer",
-        (true, false, false) => "a process of the job was killed by the OOM killer",
-        (false, _, false) => "killed by SIGKILL, most likely the OOM killer (not proven)",
-        (true, true, true) => "被 OOM killer 杀死",
-        (true, false, true) => "任务中的一个进程被 OOM killer 杀死",
-        (false, _, true) => "被 SIGKILL 杀死，很可能是 OOM killer（未证实）",
+    let verdict = match (proven, counted, ended.killed(), zh) {
+        (true, _, true, false) => "killed by the OOM killer".to_string(),
+        (true, _, false, false) => "a process of the job was killed by the OOM killer".to_string(),
+        (false, true, false, false) => "a process in the job's cgroup was killed by the OOM killer during the run; which one is not known here".to_string(),
+        (false, _, _, false) => format!(
+            "killed by SIGKILL; no memory evidence (check `dmesg -T | grep -i 'killed process {pid}'`, the cgroup's memory.events, and whether a scheduler, `timeout -s KILL` or a person sent it)"
+        ),
+        (true, _, true, true) => "被 OOM killer 杀死".to_string(),
+        (true, _, false, true) => "任务中的一个进程被 OOM killer 杀死".to_string(),
+        (false, true, false, true) => "任务所在 cgroup 中的一个进程在运行期间被 OOM killer 杀死；无法确定是哪一个".to_string(),
+        (false, _, _, true) => format!(
+            "被 SIGKILL 杀死；没有内存方面的证据（检查 `dmesg -T | grep -i 'killed process {pid}'`、cgroup 的 memory.events，以及是否由调度器、`timeout -s KILL` 或他人发出）"
+        ),
     };
     // Without the kernel's record of the kill, the title says so instead of naming the OOM killer.
     let hedged_title = (!proven).then(|| {
@@ -802,8 +1041,9 @@ fn add_kill_finding(report: &mut Report, ended: Ended, pid: i32, before: &Kernel
         if existing.sizes.limit.is_none() {
             existing.sizes.limit = f.sizes.limit;
         }
-        return;
+        return None;
     }
     f.first_fatal = !report.findings.iter().any(|g| g.first_fatal);
     report.findings.push(f);
+    None
 }

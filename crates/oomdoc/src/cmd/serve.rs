@@ -97,6 +97,14 @@ pub struct ServeArgs {
     #[arg(long)]
     pub trust_forwarded_host: bool,
 
+    /// A host name this server answers to (repeatable), besides localhost and the loopback
+    /// addresses (when bound to loopback) and the hosts of --public-origin. Requests whose
+    /// Host header names another host are refused (403): a web page cannot reach the server
+    /// by re-pointing its own name at this address (DNS rebinding). Bound to a non-loopback
+    /// address with neither this nor --public-origin, any host name is answered.
+    #[arg(long, value_name = "NAME")]
+    pub allowed_host: Vec<String>,
+
     /// Total size of the logs users chose to keep (store_log), in MiB, each counted with 64
     /// bytes for its row. When a new log does not fit, the oldest stored logs are deleted to make room; a single log larger than
     /// this is refused (413). 0 keeps no logs.
@@ -223,6 +231,7 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         origin_policy: oomdoc_server::csrf::OriginPolicy {
             public_origins: args.public_origin,
             trust_forwarded_host: args.trust_forwarded_host,
+            allowed_hosts: args.allowed_host,
         },
         log_store: oomdoc_server::retention::LogStorePolicy {
             max_bytes: Some(args.max_stored_log_mib.saturating_mul(MIB as u64)),

@@ -413,9 +413,9 @@ fn slow_clients(server: &Server, temp: &Path, o: &Options) {
                         Err(e) => return format!("connect error: {}", e.kind()),
                     };
                     let head: &[u8] = if i % 2 == 0 {
-                        b"POST /api/v1/diagnose HTTP/1.1\r\nHost: x\r\n"
+                        b"POST /api/v1/diagnose HTTP/1.1\r\nHost: localhost\r\n"
                     } else {
-                        b"POST /api/v1/diagnose HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 1000000\r\n\r\n"
+                        b"POST /api/v1/diagnose HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\nContent-Length: 1000000\r\n\r\n"
                     };
                     if s.write_all(head).await.is_err() {
                         return "closed by server".into();

@@ -28,12 +28,30 @@ fn scalar(v: &Value) -> String {
     }
 }
 
+/// The sizes in the order a person reads them (what was asked, what was there, the
+/// whole, then the allocator's split), as the CLI's headline has them; the contract's
+/// key is kept as the row's title. Keys this list does not know come last, as they are.
+const SIZE_ROWS: [(&str, &str); 9] = [
+    ("requested", "requested"),
+    ("used", "in use"),
+    ("limit", "limit"),
+    ("excess", "over by"),
+    ("free", "free"),
+    ("total", "total"),
+    ("allocated", "allocated"),
+    ("reserved", "reserved"),
+    ("reserved_unallocated", "reserved but unallocated"),
+];
+
 fn sizes_table(sizes: &serde_json::Map<String, Value>) -> Markup {
+    let known = SIZE_ROWS.iter().filter_map(|(k, label)| sizes.get(*k).map(|v| (*k, label.to_string(), v)));
+    let rest = sizes.iter().filter(|(k, _)| !SIZE_ROWS.iter().any(|(r, _)| r == k)).map(|(k, v)| (k.as_str(), k.replace('_', " "), v));
+    let rows: Vec<(&str, String, &Value)> = known.chain(rest).collect();
     html! {
         table.sizes {
-            @for (k, v) in sizes {
+            @for (k, label, v) in &rows {
                 tr {
-                    th { (k) }
+                    th title=(k) { (label) }
                     @if let Some(n) = v.as_u64() {
                         td.num { (oomdoc_units::format_bytes(n)) }
                         td.num.muted { (n) " B" }
@@ -172,7 +190,7 @@ pub fn report_page(report: &Value, outcomes: &OutcomesByEntry, stored_log: bool,
             @if findings.is_empty() {
                 p.no-findings { (t(lang, "no_findings")) }
             } @else {
-                p.muted { (findings.len()) " " (t(lang, "findings")) }
+                p.muted { (findings.len()) " " (t(lang, if findings.len() == 1 { "finding" } else { "findings" })) }
                 @for f in findings {
                     (finding(f, s(f, "id").and_then(|id| outcomes.get(id)), lang))
                 }

@@ -94,12 +94,14 @@ pub fn t(lang: Lang, key: &'static str) -> &'static str {
         "entries" => ("entries", "条"),
         "no_entries" => ("No entry matches.", "没有匹配的条目。"),
         "reports" => ("reports", "条反馈"),
+        "report" => ("report", "条反馈"),
         "rate_needs" => ("a rate is shown from 5 reports", "满 5 条反馈后显示成功率"),
         "worked_rate" => ("worked", "有效"),
         "by_hardware" => ("By platform and hardware", "按平台和硬件"),
         "hardware" => ("Hardware", "硬件"),
         "culprit" => ("Culprit", "出错位置"),
         "findings" => ("findings", "个问题"),
+        "finding" => ("finding", "个问题"),
         "no_findings" => (
             "No memory failure found in this log. If it does contain one, the knowledge base may not know its message yet.",
             "此日志中没有发现内存故障。如果其中确有故障，可能是知识库尚未收录该报错。",
@@ -200,7 +202,7 @@ pub fn outcome_summary(o: Option<&FixOutcomes>, lang: Lang) -> Markup {
             None => span.outcome.none { (t(lang, "no_reports")) },
             Some(o) => {
                 span.outcome data-reports=(o.total.reports) {
-                    (o.total.reports) " " (t(lang, "reports")) ": "
+                    (o.total.reports) " " (t(lang, if o.total.reports == 1 { "report" } else { "reports" })) ": "
                     @if let Some(r) = o.total.rate {
                         strong.rate { (t(lang, "worked_rate")) " " (pct(r.estimate)) }
                         " (95% CI " (pct(r.low)) "–" (pct(r.high)) ")"

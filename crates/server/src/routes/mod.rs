@@ -73,6 +73,8 @@ pub fn router(state: Shared) -> Router {
         .merge(reads)
         .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(from_fn_with_state(state.clone(), crate::csrf::guard))
+        // Before anything else: a request for another host name (DNS rebinding) is refused.
+        .layer(from_fn_with_state(state.clone(), crate::host::guard))
         .with_state(state)
         .layer(from_fn(move |req, next| request_context(access_log, req, next)))
 }
