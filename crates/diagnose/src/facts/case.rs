@@ -73,7 +73,8 @@ impl Case {
 grammar!(fw_tgi, r"text_generation_server|text[-_]generation[-_]launcher|ShardCannotStart|text_generation_router|text-generation-inference|max_batch_prefill_tokens");
 grammar!(fw_sglang, r"\bsglang\b|mem[_-]fraction[_-]static");
 grammar!(fw_llama_cpp, r"llama_model_load|llama_new_context|llama_init_from|ggml_backend|ggml_cuda|ggml-cuda|llama\.cpp|llama-server|\bllama_cpp\b|\bkoboldcpp\b");
-grammar!(fw_vllm, r"(?i)\bvllm\b");
+// vLLM's own environment variables (`VLLM_*`) and its sleep-mode allocator source also name it.
+grammar!(fw_vllm, r"(?i)\bvllm\b|\bVLLM_[A-Z0-9_]+|cumem_allocator");
 grammar!(fw_ollama, r"\bollama\b");
 grammar!(fw_comfyui, r"ComfyUI|comfy[/\\.]|comfy_extras|KSampler");
 grammar!(fw_diffusers, r"\bdiffusers\b|StableDiffusion\w*Pipeline|UNet2DConditionModel");

@@ -82,3 +82,10 @@ pub fn status_near(t: &str, at: usize) -> Option<String> {
 pub fn shows_training(t: &str) -> bool {
     training().is_match(t)
 }
+
+grammar!(evaluation, r"(?i)\b(?:evaluat(?:e|ion|ing)|validat(?:e|ion|ing)|epochval|validation_step|evaluation_loop|eval_step|prediction_step)\b|\bdef (?:eval|test)\w*|model\.eval\(\)");
+
+/// The failure sits in an evaluation or validation step of the program.
+pub fn shows_evaluation(t: &str) -> bool {
+    evaluation().is_match(t)
+}

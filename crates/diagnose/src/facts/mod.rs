@@ -39,6 +39,8 @@ impl Facts {
     }
 }
 
+crate::grammar!(more_than_an_exabyte, r"(?i)\bmore than 1\s?Ei?B\b");
+
 fn pct(num: u64, den: u64) -> String {
     format!("{:.1}", num as f64 * 100.0 / den as f64)
 }
@@ -180,6 +182,16 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str) -> Fact
     if context::shows_training(block) {
         x.set("training");
     }
+    if context::shows_evaluation(block) {
+        x.set("evaluation_phase");
+    }
+    // No device or host has a pebibyte: a request that large is a wrong size (corrupt data,
+    // an overflowed or uninitialised shape), not a shortage. Allocators that cannot print a
+    // size that large say "more than 1EB".
+    const PIB: u64 = 1 << 50;
+    if s.requested.or(s.used).is_some_and(|b| b >= PIB) || more_than_an_exabyte().is_match(block) {
+        x.set("implausible_request");
+    }
     if block.contains("XLA_PYTHON_CLIENT_ALLOCATOR=platform") || block.contains("XLA_PYTHON_CLIENT_ALLOCATOR='platform'") {
         x.set("xla_platform_allocator");
     }
@@ -228,6 +240,11 @@ fn case_conditions(case: &case::Case, x: &mut Facts) {
         if case.allows_api(api) {
             x.set(&format!("{api}_api_ok"));
         }
+    }
+    // A serving engine that sizes its memory by its own budgets: a PyTorch OOM inside it is
+    // fixed through those budgets, not the program's batch.
+    if case.has("vllm") || case.has("sglang") {
+        x.set("engine_budgets");
     }
     if case.has("directml") {
         x.set("directml");
@@ -293,6 +310,12 @@ fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
                 x.set("fragmentation");
             }
         }
+    }
+    // "CUDA error: CUBLAS_STATUS_…" is how PyTorch's and ggml's CUDA checks word a cuBLAS
+    // status; TensorFlow says "failed to create cublas handle: …". The former rules out
+    // TensorFlow's preallocation as the cause even when the log names no framework.
+    if id == "cuda.cublas-alloc-failed" && block.contains("CUDA error: CUBLAS_STATUS") {
+        x.set("cublas_cuda_check_wording");
     }
     if id == "tpu.allocation-exceeds-memory" {
         x.set("request_exceeds_capacity");
@@ -527,15 +550,21 @@ fn pytorch_allocator(f: &Finding, x: &mut Facts) {
     let threshold = s.requested.unwrap_or(0).max(total / 10);
     // Other processes: only what the message's process lines state ("Process N has X
     // memory in use"); this process's own line reads "this process has X" (`used`).
-    let processes: u64 = f
+    let lines: Vec<u64> = f
         .details
         .get("processes")
         .and_then(|p| p.as_array())
-        .map(|list| list.iter().filter_map(|p| p.get("bytes").and_then(|b| b.as_u64())).sum())
-        .unwrap_or(0);
+        .map(|list| list.iter().filter_map(|p| p.get("bytes").and_then(|b| b.as_u64())).collect())
+        .unwrap_or_default();
+    let processes: u64 = lines.iter().sum();
+    // PyTorch names its own process "this process" by comparing NVML's PID with getpid();
+    // in a container (another PID namespace) or a worker the job's own process is printed
+    // as "Process N". One such line holding all the busy memory, with no "this process"
+    // line, is then as likely this job as another one: not proof of other processes.
+    let maybe_self = s.used.is_none() && lines.len() == 1 && processes.saturating_mul(10) >= busy.saturating_mul(9);
     if processes > 0 {
         x.var("others_h", format_bytes(processes));
-        if processes >= threshold {
+        if processes >= threshold && !maybe_self {
             x.set("other_processes");
         }
     }
