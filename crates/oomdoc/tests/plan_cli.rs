@@ -19,24 +19,7 @@ fn write_temp(name: &str, text: &str) -> std::path::PathBuf {
     p
 }
 
-const KERAS: &str = r#"chip = "v5e"
-grid = [64, 64]
-[[inputs]]
-name = "a"
-shape = [8192, 8192]
-dtype = "float32"
-block = [128, 8192]
-[[inputs]]
-name = "b"
-shape = [8192, 8192]
-dtype = "float32"
-block = [8192, 128]
-[[outputs]]
-name = "c"
-shape = [8192, 8192]
-dtype = "float32"
-block = [128, 128]
-"#;
+const KERAS: &str = oomdoc_plan::pallas::EXAMPLE_SPEC;
 
 #[test]
 fn keras_example_json_contract() {

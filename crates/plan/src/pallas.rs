@@ -610,29 +610,14 @@ pub fn plan(spec: &PallasSpec) -> Result<PallasPlan, PlanError> {
     })
 }
 
+/// A spec to start from: the Keras guide's fused matmul on a v5e (`docs/plan.md`). The web
+/// form starts from it, and the tests of every front end check their figures on it.
+pub const EXAMPLE_SPEC: &str = include_str!("../data/example_pallas_spec.toml");
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const KERAS: &str = r#"
-chip = "v5e"
-grid = [64, 64]
-[[inputs]]
-name = "a"
-shape = [8192, 8192]
-dtype = "float32"
-block = [128, 8192]
-[[inputs]]
-name = "b"
-shape = [8192, 8192]
-dtype = "float32"
-block = [8192, 128]
-[[outputs]]
-name = "c"
-shape = [8192, 8192]
-dtype = "float32"
-block = [128, 128]
-"#;
+    const KERAS: &str = EXAMPLE_SPEC;
 
     #[test]
     fn keras_fused_matmul_v5e_and_v6e() {

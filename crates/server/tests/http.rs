@@ -622,25 +622,7 @@ fn curl_data_binary_is_the_log_and_an_empty_log_is_400() {
     }
 }
 
-const PALLAS_SPEC: &str = r#"
-chip = "v5e"
-grid = [64, 64]
-[[inputs]]
-name = "a"
-shape = [8192, 8192]
-dtype = "float32"
-block = [128, 8192]
-[[inputs]]
-name = "b"
-shape = [8192, 8192]
-dtype = "float32"
-block = [8192, 128]
-[[outputs]]
-name = "c"
-shape = [8192, 8192]
-dtype = "float32"
-block = [128, 128]
-"#;
+const PALLAS_SPEC: &str = oomdoc_plan::pallas::EXAMPLE_SPEC;
 
 #[test]
 fn plan_pallas_and_triton_match_the_library() {

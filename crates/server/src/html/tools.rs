@@ -57,29 +57,8 @@ pub fn plan_form(lang: Lang, input: Option<&PlanInput>, error: Option<&str>) -> 
     )
 }
 
-/// A spec to start from (the Keras guide's fused matmul, `docs/plan.md`): the form is
-/// never blank, and the format shows itself.
-const EXAMPLE_PALLAS_SPEC: &str = r#"chip = "v5e"
-grid = [64, 64]
-
-[[inputs]]
-name = "a"
-shape = [8192, 8192]
-dtype = "float32"
-block = [128, 8192]
-
-[[inputs]]
-name = "b"
-shape = [8192, 8192]
-dtype = "float32"
-block = [8192, 128]
-
-[[outputs]]
-name = "c"
-shape = [8192, 8192]
-dtype = "float32"
-block = [128, 128]
-"#;
+/// The form is never blank, and the format shows itself.
+const EXAMPLE_PALLAS_SPEC: &str = oomdoc_plan::pallas::EXAMPLE_SPEC;
 
 fn bytes(v: &serde_json::Value) -> String {
     v.as_u64().map(oomdoc_units::format_bytes).unwrap_or_default()
