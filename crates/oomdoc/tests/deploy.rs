@@ -100,7 +100,8 @@ fn slurm_epilog_posts_a_failed_job_once_and_never_fails_the_node() {
     env.push(("OOMDOC_POST_TIMEOUT", "2".into()));
     let started = Instant::now();
     assert_eq!(epilog(&as_refs(&env)).status.code(), Some(0));
-    assert!(started.elapsed() < Duration::from_secs(60));
+    // A hang guard, not a performance bound: the posting gave up after its 2 s timeout.
+    assert!(started.elapsed() < Duration::from_secs(180));
     // Without settings it does nothing, successfully.
     assert_eq!(epilog(&[("SLURM_JOB_ID", "4242")]).status.code(), Some(0));
 }
