@@ -159,8 +159,8 @@ fn failing_jobs_post_their_reports_to_the_team_server() {
     let _ = server.kill();
     let _ = server.wait();
 
-    // The server is gone: retries within --post-timeout, then the job's own status.
-    let started = std::time::Instant::now();
+    // The server is gone: retries within --post-timeout, then the job's own status (the message
+    // says it gave up by itself).
     let out = Command::new(oomdoc)
         .args(["run", "--no-pty", "--post", &url, "--post-timeout", "3", "--", "sh", "-c", "exit 3"])
         .env("OOMDOC_TOKEN", &token)
@@ -169,8 +169,6 @@ fn failing_jobs_post_their_reports_to_the_team_server() {
     assert_eq!(out.status.code(), Some(3));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("report not posted: gave up after"), "{stderr}");
-    // A hang guard, not a performance bound: the message above says it gave up by itself.
-    assert!(started.elapsed() < std::time::Duration::from_secs(180), "bounded");
 }
 
 #[test]
