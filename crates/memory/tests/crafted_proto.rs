@@ -5,44 +5,11 @@
 //! load ends with a typed error or a small result, never a panic or an abort.
 
 use oomdoc_memory::{load_dump_with, Limits, LoadOptions, MemoryError, SourcePreference, DECODE_SLACK_BYTES, MAX_BYTES_PER_INPUT_BYTE};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Mutex;
 
-struct Counting;
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc(layout);
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), SeqCst) + layout.size();
-            PEAK.fetch_max(now, SeqCst);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout);
-        CURRENT.fetch_sub(layout.size(), SeqCst);
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = System.realloc(ptr, layout, new_size);
-        if !p.is_null() {
-            if new_size >= layout.size() {
-                let now = CURRENT.fetch_add(new_size - layout.size(), SeqCst) + (new_size - layout.size());
-                PEAK.fetch_max(now, SeqCst);
-            } else {
-                CURRENT.fetch_sub(layout.size() - new_size, SeqCst);
-            }
-        }
-        p
-    }
-}
-
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: oomdoc_testkit::CountingAlloc = oomdoc_testkit::CountingAlloc;
 
 /// One measurement at a time (tests run on several threads).
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -115,12 +82,11 @@ fn write(test: &str, bytes: &[u8]) -> PathBuf {
 
 /// Load and analyse `path`; the peak bytes allocated meanwhile.
 fn measure(path: &Path, limits: Limits) -> (Result<u64, MemoryError>, usize) {
-    let base = CURRENT.load(SeqCst);
-    PEAK.store(base, SeqCst);
-    let result = load_dump_with(&[path.to_path_buf()], &LoadOptions { limits, ..Default::default() })
-        .and_then(|d| d.modules[0].analyze(SourcePreference::Proto))
-        .map(|r| r.peak_bytes);
-    (result, PEAK.load(SeqCst) - base)
+    oomdoc_testkit::peak_allocated_during(|| {
+        load_dump_with(&[path.to_path_buf()], &LoadOptions { limits, ..Default::default() })
+            .and_then(|d| d.modules[0].analyze(SourcePreference::Proto))
+            .map(|r| r.peak_bytes)
+    })
 }
 
 fn bound(path: &Path) -> usize {

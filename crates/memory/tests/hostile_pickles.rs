@@ -5,54 +5,18 @@
 
 use oomdoc_memory::pytorch::{load_snapshot, read_snapshot};
 use oomdoc_memory::{Limits, MemoryError, DECODE_SLACK_BYTES, MAX_BYTES_PER_INPUT_BYTE};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Mutex;
 
-struct Counting;
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc(layout);
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), SeqCst) + layout.size();
-            PEAK.fetch_max(now, SeqCst);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout);
-        CURRENT.fetch_sub(layout.size(), SeqCst);
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = System.realloc(ptr, layout, new_size);
-        if !p.is_null() {
-            if new_size >= layout.size() {
-                let now = CURRENT.fetch_add(new_size - layout.size(), SeqCst) + (new_size - layout.size());
-                PEAK.fetch_max(now, SeqCst);
-            } else {
-                CURRENT.fetch_sub(layout.size() - new_size, SeqCst);
-            }
-        }
-        p
-    }
-}
-
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: oomdoc_testkit::CountingAlloc = oomdoc_testkit::CountingAlloc;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Reads `bytes` as a snapshot; returns the error text and the peak bytes allocated.
 fn read(bytes: &[u8]) -> (Result<(), MemoryError>, usize) {
     let _guard = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let base = CURRENT.load(SeqCst);
-    PEAK.store(base, SeqCst);
-    let r = read_snapshot(Path::new("hostile.pickle"), bytes, bytes.len() as u64, &Limits::default()).map(|_| ());
-    (r, PEAK.load(SeqCst).saturating_sub(base))
+    oomdoc_testkit::peak_allocated_during(|| read_snapshot(Path::new("hostile.pickle"), bytes, bytes.len() as u64, &Limits::default()).map(|_| ()))
 }
 
 fn bound(len: usize) -> usize {

@@ -36,3 +36,55 @@ pub fn skip(test: &str, why: &str) {
         }
     }
 }
+
+/// A global allocator that counts the bytes live and their peak, for tests that bound what a
+/// loader allocates. A test binary installs it with
+/// `#[global_allocator] static ALLOC: CountingAlloc = CountingAlloc;` and measures with
+/// [`peak_allocated_during`]; every thread's allocations count, so such tests run one
+/// measurement at a time.
+pub struct CountingAlloc;
+
+static LIVE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static PEAK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn grew(bytes: usize) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let now = LIVE.fetch_add(bytes, SeqCst) + bytes;
+    PEAK.fetch_max(now, SeqCst);
+}
+
+// SAFETY: every call is passed on to the system allocator unchanged; only counters are added.
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        let p = std::alloc::System.alloc(layout);
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        std::alloc::System.dealloc(ptr, layout);
+        LIVE.fetch_sub(layout.size(), std::sync::atomic::Ordering::SeqCst);
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        let p = std::alloc::System.realloc(ptr, layout, new_size);
+        if !p.is_null() {
+            if new_size >= layout.size() {
+                grew(new_size - layout.size());
+            } else {
+                LIVE.fetch_sub(layout.size() - new_size, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        p
+    }
+}
+
+/// Runs `f` and returns its result with the peak bytes allocated above what was live when it
+/// started (needs [`CountingAlloc`] as the binary's global allocator).
+pub fn peak_allocated_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let base = LIVE.load(SeqCst);
+    PEAK.store(base, SeqCst);
+    let r = f();
+    (r, PEAK.load(SeqCst).saturating_sub(base))
+}
