@@ -4,6 +4,8 @@
 //! archives (D44), `input.encoding` (problem 20).
 #![cfg(unix)]
 
+mod common;
+
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -454,40 +456,11 @@ fn run_sigkill_without_memory_evidence_says_so() {
     assert!(h.contains("dmesg") && h.contains("memory.events"), "{h}");
 }
 
-/// A memory cgroup of `limit` bytes where the test may make one (root, writable cgroup v1
-/// memory controller or v2); None otherwise.
-fn small_cgroup(limit: u64) -> Option<PathBuf> {
-    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let name = format!("oomdoc-rel-{}", std::process::id());
-    for l in text.lines() {
-        let mut parts = l.splitn(3, ':');
-        let (_, ctrl, rel) = (parts.next()?, parts.next()?, parts.next()?);
-        let rel = rel.trim_start_matches('/');
-        let (dir, file) = if ctrl.split(',').any(|c| c == "memory") {
-            (Path::new("/sys/fs/cgroup/memory").join(rel).join(&name), "memory.limit_in_bytes")
-        } else if ctrl.is_empty() && Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
-            (Path::new("/sys/fs/cgroup").join(rel).join(&name), "memory.max")
-        } else {
-            continue;
-        };
-        if std::fs::create_dir(&dir).is_err() {
-            continue;
-        }
-        if std::fs::write(dir.join(file), limit.to_string()).is_err() {
-            let _ = std::fs::remove_dir(&dir);
-            continue;
-        }
-        let _ = std::fs::write(dir.join("memory.swappiness"), "0");
-        return Some(dir);
-    }
-    None
-}
-
 /// R12: another process in the job's cgroup is OOM-killed while the job fails for its own
 /// reason: the job is not blamed (no host.oom-killer finding), and a note says what happened.
 #[test]
 fn run_does_not_blame_the_job_for_another_process_oom_kill() {
-    let Some(cg) = small_cgroup(64 << 20) else {
+    let Some(cg) = common::small_memory_cgroup("rel", 64 << 20) else {
         oomdoc_testkit::skip("run_does_not_blame_the_job_for_another_process_oom_kill", "cannot create a memory cgroup here (needs root and a writable cgroup filesystem)");
         return;
     };

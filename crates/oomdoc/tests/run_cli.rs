@@ -184,7 +184,7 @@ fn xla_dump_flags_are_appended_and_the_dump_removed_or_kept() {
 /// (root with a writable cgroup v1 memory controller or cgroup v2); skipped otherwise.
 #[test]
 fn oom_kill_in_a_small_cgroup_is_certain() {
-    let Some(cg) = make_small_cgroup(64 << 20) else {
+    let Some(cg) = common::small_memory_cgroup("run-cli", 64 << 20) else {
         oomdoc_testkit::skip("run cgroup OOM test", "cannot create a memory cgroup here (needs root and a writable cgroup filesystem)");
         return;
     };
@@ -224,33 +224,6 @@ fn oom_kill_in_a_small_cgroup_is_certain() {
     let v = report(&rep);
     let f = v["findings"].as_array().unwrap().iter().find(|f| f["id"] == "host.oom-killer").expect("host finding").clone();
     assert_eq!(f["confidence"], "certain", "{f}");
-}
-
-fn make_small_cgroup(limit: u64) -> Option<PathBuf> {
-    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let name = format!("oomdoc-test-{}", std::process::id());
-    for l in text.lines() {
-        let mut parts = l.splitn(3, ':');
-        let (_, ctrl, rel) = (parts.next()?, parts.next()?, parts.next()?);
-        let rel = rel.trim_start_matches('/');
-        let (dir, file) = if ctrl.split(',').any(|c| c == "memory") {
-            (Path::new("/sys/fs/cgroup/memory").join(rel).join(&name), "memory.limit_in_bytes")
-        } else if ctrl.is_empty() && Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
-            (Path::new("/sys/fs/cgroup").join(rel).join(&name), "memory.max")
-        } else {
-            continue;
-        };
-        if std::fs::create_dir(&dir).is_err() {
-            continue;
-        }
-        if std::fs::write(dir.join(file), limit.to_string()).is_err() {
-            let _ = std::fs::remove_dir(&dir);
-            continue;
-        }
-        let _ = std::fs::write(dir.join("memory.swappiness"), "0");
-        return Some(dir);
-    }
-    None
 }
 
 /// `ulimit -v`: the allocation fails inside the child (no kill); the output still passes

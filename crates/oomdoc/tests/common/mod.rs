@@ -1,9 +1,10 @@
 //! Helpers shared by the CLI integration tests.
 
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The `error_text` of a record of the dev corpus (tests/corpus/dev.jsonl): real messages users pasted.
+#[allow(dead_code)] // not every test binary that shares this module reads the corpus
 pub fn dev_message(id: &str) -> String {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/dev.jsonl");
     for line in std::fs::read_to_string(corpus).unwrap().lines() {
@@ -13,4 +14,34 @@ pub fn dev_message(id: &str) -> String {
         }
     }
     panic!("corpus record {id} is missing");
+}
+
+/// A memory cgroup of `limit` bytes, named for the test binary (`tag`) and process, where the
+/// test may make one (root, a writable cgroup v1 memory controller or v2); None otherwise.
+#[allow(dead_code)] // not every test binary that shares this module makes a cgroup
+pub fn small_memory_cgroup(tag: &str, limit: u64) -> Option<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let name = format!("oomdoc-{tag}-{}", std::process::id());
+    for l in text.lines() {
+        let mut parts = l.splitn(3, ':');
+        let (_, ctrl, rel) = (parts.next()?, parts.next()?, parts.next()?);
+        let rel = rel.trim_start_matches('/');
+        let (dir, file) = if ctrl.split(',').any(|c| c == "memory") {
+            (Path::new("/sys/fs/cgroup/memory").join(rel).join(&name), "memory.limit_in_bytes")
+        } else if ctrl.is_empty() && Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+            (Path::new("/sys/fs/cgroup").join(rel).join(&name), "memory.max")
+        } else {
+            continue;
+        };
+        if std::fs::create_dir(&dir).is_err() {
+            continue;
+        }
+        if std::fs::write(dir.join(file), limit.to_string()).is_err() {
+            let _ = std::fs::remove_dir(&dir);
+            continue;
+        }
+        let _ = std::fs::write(dir.join("memory.swappiness"), "0");
+        return Some(dir);
+    }
+    None
 }
