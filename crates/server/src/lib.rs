@@ -127,8 +127,12 @@ impl AppState {
         }
     }
 
-    /// Diagnose a log; keep it only when the user ticked the box.
-    pub async fn diagnose_and_maybe_store(self: &Arc<Self>, sub: routes::input::LogSubmission) -> Result<Value, AppError> {
+    /// Diagnose a log; keep it only when the user ticked the box. With the log kept, also
+    /// the key of the diagnosis's own address (`/diagnoses/<link>`).
+    pub async fn diagnose_and_maybe_store(
+        self: &Arc<Self>,
+        sub: routes::input::LogSubmission,
+    ) -> Result<(Value, Option<String>), AppError> {
         let diagnose = self.engines.diagnose;
         let lang = sub.lang;
         let store = sub.store;
@@ -136,18 +140,45 @@ impl AppState {
         let for_engine = log.clone();
         let text_limit = self.config.limits.log_bytes as u64;
         let report = self.analyse(move || limits::with_text_limit(text_limit, || diagnose(&for_engine, lang))).await?;
+        let mut link = None;
         if store {
             let policy = self.config.log_store.clone();
             // The largest log the quota can hold (each log also counts its row).
             let limit = policy.max_bytes.map_or(u64::MAX, |m| m.saturating_sub(retention::ROW_OVERHEAD));
-            if self.db.store_log(log, &policy).await?.is_none() {
-                return Err(AppError::TooLarge {
-                    what: "the log to keep (store_log=1; without it the log is diagnosed and not kept)",
-                    limit: limit.try_into().unwrap_or(usize::MAX),
-                });
+            match self.db.store_log(log, &policy).await? {
+                Some(stored) => link = Some(stored.link),
+                None => {
+                    return Err(AppError::TooLarge {
+                        what: "the log to keep (store_log=1; without it the log is diagnosed and not kept)",
+                        limit: limit.try_into().unwrap_or(usize::MAX),
+                    })
+                }
             }
         }
-        Ok(report)
+        Ok((report, link))
+    }
+
+    /// The diagnosis of a kept log, by its address key; diagnosed again on each read, so it
+    /// follows the knowledge base the server runs now. `NotFound` once the log is gone.
+    pub async fn diagnose_kept(self: &Arc<Self>, link: &str, lang: oomdoc_kb::Lang) -> Result<Value, AppError> {
+        let gone = || {
+            AppError::NotFound(format!(
+                "no kept diagnosis `{link}`: it never existed, or its log was deleted (kept logs are removed after the \
+                 server's retention time, or when the space for kept logs is needed)"
+            ))
+        };
+        if !store::is_link(link) {
+            return Err(gone());
+        }
+        let log = self.db.stored_log(link).await?.ok_or_else(gone)?;
+        // The kept log is in memory like an uploaded one: it weighs the same in the budget.
+        let _reservation = self
+            .budget
+            .try_reserve((log.len() as u64).saturating_mul(limits::LOG_MEMORY_FACTOR), "this log")
+            .map_err(AppError::Refused)?;
+        let diagnose = self.engines.diagnose;
+        let text_limit = self.config.limits.log_bytes as u64;
+        self.analyse(move || limits::with_text_limit(text_limit, || diagnose(&log, lang))).await
     }
 
     pub async fn outcomes(self: &Arc<Self>, entry: String) -> Result<BTreeMap<String, FixOutcomes>, AppError> {

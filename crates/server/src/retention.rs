@@ -51,11 +51,13 @@ impl Default for LogStorePolicy {
 }
 
 /// What storing one log did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stored {
     pub id: i64,
     /// Older logs deleted to make room.
     pub evicted: u64,
+    /// The key of the diagnosis's own address, `/diagnoses/<link>` ([`crate::store::new_link`]).
+    pub link: String,
 }
 
 /// Bytes over the quota if a log of `len` bytes joined `logs` logs totalling `bytes`.

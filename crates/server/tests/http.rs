@@ -317,7 +317,9 @@ fn logs_are_stored_only_when_the_box_is_ticked() {
     assert_eq!(s.post("/api/v1/diagnose", "text/plain", b"secret log").status, 200);
     assert_eq!(count(), 0);
     let (ctype, body) = multipart(&[("log", None, b"shared log"), ("store_log", None, b"1")]);
-    let page = s.post_form("/", &ctype, &body).text();
+    let r = s.post_form("/", &ctype, &body);
+    assert_eq!(r.status, 303, "a kept log's diagnosis is at its own address");
+    let page = s.get(r.header("location").unwrap()).text();
     assert!(page.contains("You chose to keep this log"));
     assert_eq!(s.post("/api/v1/diagnose?store_log=1", "text/plain", b"shared log 2").status, 200);
     assert_eq!(count(), 2);
@@ -327,6 +329,62 @@ fn logs_are_stored_only_when_the_box_is_ticked() {
         .prepare("SELECT name FROM pragma_table_info('feedback')").unwrap()
         .query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
     assert_eq!(columns, ["id", "created_at", "entry", "fix", "outcome", "platform", "hardware", "version", "note", "report_id", "client"]);
+}
+
+/// Newcomer report P8: the diagnosis page was only the answer to a POST, so it could not be
+/// linked or reloaded. A kept log's diagnosis has its own address; an unkept one has none.
+#[test]
+fn a_kept_diagnosis_has_its_own_address() {
+    let s = TestServer::start(fake_engines());
+    let e = entry_with_fix();
+    let log = b"RESOURCE_EXHAUSTED: KEPT-LOG-MARKER in memory space vmem";
+    let (ctype, body) = multipart(&[("log", None, log), ("store_log", None, b"1"), ("lang", None, b"zh")]);
+    let r = s.post_form("/", &ctype, &body);
+    assert_eq!(r.status, 303, "{}", r.text());
+    let location = r.header("location").unwrap().to_string();
+    let link = location.strip_prefix("/diagnoses/").and_then(|l| l.strip_suffix("?lang=zh")).expect(&location);
+    assert!(link.len() == 32 && link.bytes().all(|b| b.is_ascii_hexdigit()), "an unguessable key: {link}");
+
+    // Read twice (a reload, a colleague following the link), by anyone, in either language.
+    for _ in 0..2 {
+        let page = s.get(&location);
+        assert_eq!(page.status, 200, "{}", page.text());
+        assert_eq!(page.header("referrer-policy"), Some("no-referrer"));
+        let html = page.text();
+        assert!(html.contains(&escape(&e.title.zh)), "the language of the link");
+        assert!(html.contains("KEPT-LOG-MARKER"), "the kept log's own diagnosis");
+        assert!(html.contains(&format!("href=\"{}\"", escape(&location))), "the page names its address");
+        assert!(html.contains(&format!("name=\"fix\" value=\"{}\"", e.fixes[0].id)), "feedback buttons as on the posted page");
+    }
+    assert!(s.get(&format!("/diagnoses/{link}")).text().contains(&escape(&e.title.en)));
+
+    // The API names the same kind of page; the body is the contract, unchanged.
+    let r = s.post("/api/v1/diagnose?store_log=1", "text/plain", b"API-KEPT");
+    assert_eq!(r.json(), fake_diagnose(b"API-KEPT", Lang::En).unwrap());
+    let api_link = r.header("link").expect("Link header").to_string();
+    let path = api_link.strip_prefix('<').and_then(|l| l.split_once('>')).unwrap().0;
+    assert!(s.get(path).text().contains("API-KEPT"));
+
+    // Without the box ticked: the page itself, no address, nothing kept.
+    let (ctype, body) = multipart(&[("log", None, log)]);
+    let r = s.post_form("/", &ctype, &body);
+    assert_eq!(r.status, 200);
+    assert!(!r.text().contains("/diagnoses/"));
+    assert!(s.post("/api/v1/diagnose", "text/plain", log).header("link").is_none());
+
+    // Unknown, malformed and hostile keys are 404, and echo nothing raw.
+    assert_eq!(s.get(&format!("/diagnoses/{}", "0".repeat(32))).status, 404);
+    assert_eq!(s.get("/diagnoses/1").status, 404);
+    let r = s.get("/diagnoses/%3Cscript%3E");
+    assert_eq!(r.status, 404);
+    assert!(!r.text().contains("<script>"));
+
+    // Once the log is deleted (retention, quota), its page is gone too.
+    let db = rusqlite::Connection::open(s.dir.path().join("oomdoc.sqlite3")).unwrap();
+    db.execute("DELETE FROM submitted_logs WHERE link = ?1", [link]).unwrap();
+    let r = s.get(&location);
+    assert_eq!(r.status, 404);
+    assert!(r.text().contains("deleted"), "{}", r.text());
 }
 
 #[test]

@@ -110,11 +110,18 @@ async fn log_story(s: Arc<dyn Store>) {
     let unit = 300 + ROW_OVERHEAD;
     let quota = 3 * unit;
     let p = LogStorePolicy { max_bytes: Some(quota), retention: None, purge_every: Duration::from_secs(3600) };
+    let mut links = Vec::new();
     for i in 0..4u8 {
         let st = s.store_log(Arc::new(vec![b'a' + i; 300]), &p).await.unwrap().unwrap();
         assert_eq!(st.evicted, if i < 3 { 0 } else { 1 }, "log {i}");
+        assert!(store::is_link(&st.link), "{}", st.link);
+        links.push(st.link);
     }
     assert_eq!(s.stored_logs().await.unwrap(), (3, 900));
+    // Each kept log is read back by its address key; the evicted one is gone.
+    assert_eq!(s.stored_log(&links[0]).await.unwrap(), None);
+    assert_eq!(s.stored_log(&links[3]).await.unwrap(), Some(vec![b'd'; 300]));
+    assert_eq!(s.stored_log(&"0".repeat(32)).await.unwrap(), None);
     let two = vec![b'z'; (2 * unit - ROW_OVERHEAD) as usize];
     assert_eq!(s.store_log(Arc::new(two.clone()), &p).await.unwrap().unwrap().evicted, 2);
     assert_eq!(s.stored_logs().await.unwrap(), (2, 300 + two.len() as u64));
@@ -241,7 +248,7 @@ fn postgres_replicas_migrate_once() {
             o.await.unwrap().unwrap().check().await.unwrap();
         }
     });
-    assert_eq!(pg.psql("migrate", "SELECT version FROM oomdoc_schema").unwrap(), "1");
+    assert_eq!(pg.psql("migrate", "SELECT version FROM oomdoc_schema").unwrap(), oomdoc_server::store::postgres::MIGRATIONS.len().to_string());
 }
 
 #[test]

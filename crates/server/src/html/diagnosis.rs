@@ -180,7 +180,8 @@ pub fn finding(f: &Value, outcomes: Option<&BTreeMap<String, FixOutcomes>>, lang
     }
 }
 
-pub fn report_page(report: &Value, outcomes: &OutcomesByEntry, stored_log: bool, lang: Lang) -> Markup {
+/// `kept`: the page's own address, when the log was kept (the user ticked the box).
+pub fn report_page(report: &Value, outcomes: &OutcomesByEntry, kept: Option<&str>, lang: Lang) -> Markup {
     let findings = items(report, "findings");
     layout(
         t(lang, "diagnose"),
@@ -195,7 +196,12 @@ pub fn report_page(report: &Value, outcomes: &OutcomesByEntry, stored_log: bool,
                     (finding(f, s(f, "id").and_then(|id| outcomes.get(id)), lang))
                 }
             }
-            @if stored_log { p.muted { (t(lang, "kept_log")) } }
+            @if let Some(href) = kept {
+                p.kept-link {
+                    (t(lang, "kept_log")) " " (t(lang, "kept_link")) " "
+                    a href=(href) { (href) }
+                }
+            }
             p { a href=(if lang == Lang::Zh { "/?lang=zh" } else { "/" }) { (t(lang, "another_log")) } }
         },
     )
@@ -215,7 +221,7 @@ pub fn form_page(lang: Lang) -> Markup {
                 p {
                     label {
                         input type="checkbox" name="store_log" value="1";
-                        " Keep this log on the server to help improve oomdoc (off by default; logs are otherwise never stored)"
+                        " Keep this log on the server to help improve oomdoc, and give this diagnosis its own link (off by default; logs are otherwise never stored)"
                     }
                 }
                 @if lang == Lang::Zh { input type="hidden" name="lang" value="zh"; }

@@ -108,6 +108,10 @@ pub fn t(lang: Lang, key: &'static str) -> &'static str {
         ),
         "another_log" => ("Diagnose another log", "诊断另一个日志"),
         "kept_log" => ("You chose to keep this log on the server.", "你选择了将此日志保存在服务器上。"),
+        "kept_link" => (
+            "This diagnosis has its own address; anyone you give it to can read it:",
+            "此诊断有自己的地址，拿到地址的人都能查看：",
+        ),
         _ => (key, key),
     };
     match lang {

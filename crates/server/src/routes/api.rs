@@ -13,9 +13,18 @@ use serde_json::{json, Value};
 
 /// `POST /api/v1/diagnose`: the body is the log (or multipart with `log`/`file`);
 /// the answer is exactly `oomdoc diagnose --format json`.
-pub async fn diagnose(State(state): State<Shared>, req: Request) -> Result<Json<Value>, AppError> {
+/// With `store_log=1`, the kept diagnosis's page is named in a `Link` header (the body
+/// stays the `diagnose --format json` contract).
+pub async fn diagnose(State(state): State<Shared>, req: Request) -> Result<axum::response::Response, AppError> {
+    use axum::response::IntoResponse;
     let sub = input::read_log(req, state.config.limits.log_bytes).await?;
-    Ok(Json(state.diagnose_and_maybe_store(sub).await?))
+    let (report, link) = state.diagnose_and_maybe_store(sub).await?;
+    let mut r = Json(report).into_response();
+    if let Some(link) = link {
+        let value = format!("</diagnoses/{link}>; rel=\"alternate\"; type=\"text/html\"");
+        r.headers_mut().insert(axum::http::header::LINK, axum::http::HeaderValue::from_str(&value).map_err(|e| AppError::Internal(e.to_string()))?);
+    }
+    Ok(r)
 }
 
 /// `oomdoc explain --list --format json`, filtered like `/kb`.

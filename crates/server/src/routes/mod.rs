@@ -59,6 +59,7 @@ pub fn router(state: Shared) -> Router {
         .route("/api/v1/reports/{id}", get(api::report))
         .route("/api/v1/fleet", get(api::fleet))
         .route("/team", get(pages::team))
+        .route("/diagnoses/{link}", get(pages::kept_diagnosis))
         .route("/healthz", get(api::healthz))
         .route("/static/oomdoc.css", get(|| async { static_file("text/css; charset=utf-8", crate::html::CSS) }))
         .route("/static/oomdoc.js", get(|| async { static_file("text/javascript; charset=utf-8", crate::html::JS) }))

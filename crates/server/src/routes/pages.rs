@@ -33,24 +33,52 @@ pub async fn diagnose_form(Query(q): Query<LangQuery>) -> Page {
     Page(diagnosis::form_page(q.lang()))
 }
 
-pub async fn diagnose(State(state): State<Shared>, req: Request) -> Result<Page, AppError> {
+/// The form's post. A log the user chose to keep gets its own address: the answer is a
+/// redirect there (so the page can be linked and reloaded); otherwise the page itself.
+pub async fn diagnose(State(state): State<Shared>, req: Request) -> Result<Response, AppError> {
     let headers = req.headers().clone();
     let sub = input::read_log(req, state.config.limits.log_bytes).await?;
     crate::csrf::verify_form(&headers, sub.csrf.as_deref())?;
     if sub.bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(AppError::BadRequest("the log is empty: paste it or choose a file".into()));
     }
-    let (lang, stored) = (sub.lang, sub.store);
-    let report = state.diagnose_and_maybe_store(sub).await?;
-    let ids: Vec<String> = report
+    let lang = sub.lang;
+    let (report, link) = state.diagnose_and_maybe_store(sub).await?;
+    if let Some(link) = link {
+        return Ok(Redirect::to(&kept_href(&link, lang)).into_response());
+    }
+    let outcomes = state.outcomes_for(finding_ids(&report)).await?;
+    Ok(Page(diagnosis::report_page(&report, &outcomes, None, lang)).into_response())
+}
+
+fn kept_href(link: &str, lang: Lang) -> String {
+    format!("/diagnoses/{link}{}", if lang == Lang::Zh { "?lang=zh" } else { "" })
+}
+
+fn finding_ids(report: &serde_json::Value) -> Vec<String> {
+    report
         .get("findings")
         .and_then(|f| f.as_array())
         .into_iter()
         .flatten()
         .filter_map(|f| f.get("id").and_then(|i| i.as_str()).map(str::to_string))
-        .collect();
-    let outcomes = state.outcomes_for(ids).await?;
-    Ok(Page(diagnosis::report_page(&report, &outcomes, stored, lang)))
+        .collect()
+}
+
+/// `/diagnoses/{link}`: the diagnosis of a log its sender chose to keep.
+pub async fn kept_diagnosis(
+    State(state): State<Shared>,
+    Path(link): Path<String>,
+    Query(q): Query<LangQuery>,
+) -> Result<Response, AppError> {
+    let lang = q.lang();
+    let report = state.diagnose_kept(&link, lang).await?;
+    let outcomes = state.outcomes_for(finding_ids(&report)).await?;
+    let mut r = Page(diagnosis::report_page(&report, &outcomes, Some(&kept_href(&link, lang)), lang)).into_response();
+    // The address is the only key to the log: keep it out of other sites' logs and search indexes.
+    r.headers_mut().insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    r.headers_mut().insert("x-robots-tag", HeaderValue::from_static("noindex"));
+    Ok(r)
 }
 
 pub async fn kb_list(Query(filter): Query<KbFilter>) -> Page {

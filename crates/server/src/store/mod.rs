@@ -363,6 +363,19 @@ pub fn new_token_secret() -> Result<String, StoreError> {
     Ok(format!("oomdoc_{}", hex_prefix(&raw, 32)))
 }
 
+/// The key of a kept log's own address (`/diagnoses/<link>`): 128 random bits as 32 hex
+/// digits, so an address cannot be guessed from another one.
+pub fn new_link() -> Result<String, StoreError> {
+    let mut raw = [0u8; 16];
+    getrandom::fill(&mut raw).map_err(|e| StoreError::Internal(format!("no random source: {e}")))?;
+    Ok(hex_prefix(&raw, 16))
+}
+
+/// Whether `s` has the shape of a [`new_link`] key (checked before any database read).
+pub fn is_link(s: &str) -> bool {
+    s.len() == 32 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// How a token is stored and looked up.
 pub fn token_hash(secret: &str) -> String {
     hex_prefix(&sha256(secret.trim().as_bytes()), 32)
@@ -389,6 +402,10 @@ pub trait Store: Send + Sync {
     /// Keep an opted-in log within the quota, evicting the oldest in the same transaction;
     /// `None` when the log alone is larger than the quota.
     async fn store_log(&self, body: Arc<Vec<u8>>, policy: &LogStorePolicy) -> Result<Option<Stored>, StoreError>;
+
+    /// The kept log whose address key is `link` ([`Stored::link`]); `None` once it was
+    /// evicted or purged.
+    async fn stored_log(&self, link: &str) -> Result<Option<Vec<u8>>, StoreError>;
 
     /// Delete stored logs older than `age`; returns how many.
     async fn purge_logs_older_than(&self, age: Duration) -> Result<u64, StoreError>;

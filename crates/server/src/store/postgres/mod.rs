@@ -21,7 +21,8 @@ use tokio_postgres::{config::SslMode, error::SqlState, NoTls, Row};
 
 /// Schema versions, applied in order; `oomdoc_schema.version` records how many ran.
 /// Never edit a released migration: append a new one.
-pub const MIGRATIONS: &[&str] = &[include_str!("migrations/0001-initial.sql")];
+pub const MIGRATIONS: &[&str] =
+    &[include_str!("migrations/0001-initial.sql"), include_str!("migrations/0002-stored-log-links.sql")];
 
 /// Connections per replica: writes wait on commits, not CPU, so more than the cores.
 const POOL_SIZE: usize = 16;
@@ -312,8 +313,12 @@ impl Store for PgStore {
                 evicted += tx.execute("DELETE FROM submitted_logs WHERE id = ANY($1)", &[&victims]).await? as i64;
             }
         }
+        let link = super::new_link()?;
         let id: i64 = tx
-            .query_one("INSERT INTO submitted_logs (bytes, body) VALUES ($1, $2) RETURNING id", &[&(len as i64), &body.as_slice()])
+            .query_one(
+                "INSERT INTO submitted_logs (bytes, body, link) VALUES ($1, $2, $3) RETURNING id",
+                &[&(len as i64), &body.as_slice(), &link],
+            )
             .await?
             .get(0);
         tx.execute(
@@ -322,7 +327,13 @@ impl Store for PgStore {
         )
         .await?;
         tx.commit().await?;
-        Ok(Some(Stored { id, evicted: evicted as u64 }))
+        Ok(Some(Stored { id, evicted: evicted as u64, link }))
+    }
+
+    async fn stored_log(&self, link: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let client = self.client().await?;
+        let row = client.query_opt("SELECT body FROM submitted_logs WHERE link = $1", &[&link]).await?;
+        Ok(row.map(|r| r.get(0)))
     }
 
     async fn purge_logs_older_than(&self, age: Duration) -> Result<u64, StoreError> {

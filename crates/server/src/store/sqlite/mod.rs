@@ -32,6 +32,7 @@ pub const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0002-feedback-tally.sql"),
     include_str!("migrations/0003-stored-log-totals.sql"),
     include_str!("migrations/0004-reports-tokens-feedback-ids.sql"),
+    include_str!("migrations/0005-stored-log-links.sql"),
 ];
 
 /// Readers in the pool; SQLite in WAL mode lets them run beside the writer.
@@ -321,13 +322,23 @@ impl SqliteStore {
                     }
                 }
             }
-            tx.prepare_cached("INSERT INTO submitted_logs (bytes, body) VALUES (?1, ?2)")?
-                .execute(params![len as i64, body])?;
+            let link = super::new_link()?;
+            tx.prepare_cached("INSERT INTO submitted_logs (bytes, body, link) VALUES (?1, ?2, ?3)")?
+                .execute(params![len as i64, body, link])?;
             let id = tx.last_insert_rowid();
             tx.commit()?;
-            Ok(Some(Stored { id, evicted }))
+            Ok(Some(Stored { id, evicted, link }))
         })();
         self.written(r)
+    }
+
+    pub fn stored_log_now(&self, link: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let conn = self.reader();
+        let body = conn
+            .prepare_cached("SELECT body FROM submitted_logs WHERE link = ?1")?
+            .query_row(params![link], |r| r.get(0))
+            .optional()?;
+        Ok(body)
     }
 
     pub fn purge_logs_older_than_now(&self, age: Duration) -> Result<u64, StoreError> {
@@ -494,6 +505,11 @@ impl Store for SqliteStore {
     async fn store_log(&self, body: Arc<Vec<u8>>, policy: &LogStorePolicy) -> Result<Option<Stored>, StoreError> {
         let policy = policy.clone();
         self.blocking(move |s| s.store_log_now(&body, &policy)).await
+    }
+
+    async fn stored_log(&self, link: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let link = link.to_string();
+        self.blocking(move |s| s.stored_log_now(&link)).await
     }
 
     async fn purge_logs_older_than(&self, age: Duration) -> Result<u64, StoreError> {
