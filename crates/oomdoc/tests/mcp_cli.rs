@@ -195,6 +195,45 @@ fn errors_follow_the_protocol() {
     assert_eq!(s.request("ping", json!({}))["result"], json!({}));
 }
 
+/// Reliability report M5: messages that are not JSON-RPC 2.0 requests were served as if
+/// they were. Each gets -32600 (JSON-RPC 2.0 §5.1), with its id only when that id is valid;
+/// a tool call among them runs nothing.
+#[test]
+fn requests_that_are_not_json_rpc_2_are_invalid() {
+    let mut s = initialized();
+    let cases = [
+        (r#"{"id": 7, "method": "ping"}"#, json!(7)),
+        (r#"{"jsonrpc": "1.0", "id": 8, "method": "ping"}"#, json!(8)),
+        (r#"{"jsonrpc": 2.0, "id": "nine", "method": "ping"}"#, json!("nine")),
+        (r#"{"jsonrpc": "2.0", "id": {}, "method": "ping"}"#, Value::Null),
+        (r#"{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}"#, Value::Null),
+        (r#"{"jsonrpc": "2.0", "id": true, "method": "ping"}"#, Value::Null),
+        (r#"{"jsonrpc": "2.0", "id": [1], "method": "ping"}"#, Value::Null),
+        (r#"{"jsonrpc": "2.0", "id": null, "method": "ping"}"#, Value::Null),
+        // Notification-shaped, but not JSON-RPC 2.0: still answered (id null).
+        (r#"{"method": "notifications/initialized"}"#, Value::Null),
+        (r#"{"id": 10, "method": "tools/call", "params": {"name": "explain", "arguments": {"id": "E1001"}}}"#, json!(10)),
+        (r#"{"jsonrpc": "2.0", "id": 1.5, "method": "tools/call", "params": {"name": "explain", "arguments": {"id": "E1001"}}}"#, Value::Null),
+    ];
+    for (line, id) in cases {
+        s.send_raw(line);
+        let r = s.recv();
+        assert_eq!(r["error"]["code"], -32600, "{line} → {r}");
+        assert_eq!(r["id"], id, "{line} → {r}");
+        assert_eq!(r["jsonrpc"], "2.0");
+        assert!(r.get("result").is_none(), "{line} → {r}");
+    }
+    // In a batch: one error each, the valid request answered beside them.
+    s.send_raw(r#"[{"id": 20, "method": "ping"}, {"jsonrpc": "2.0", "id": 21, "method": "ping"}]"#);
+    let r = s.recv();
+    assert_eq!(r[0]["error"]["code"], -32600);
+    assert_eq!(r[1]["result"], json!({}));
+    // Valid ids of both kinds still work, and the session goes on.
+    s.send_raw(r#"{"jsonrpc": "2.0", "id": "a-string", "method": "ping"}"#);
+    assert_eq!(s.recv()["id"], "a-string");
+    assert_eq!(s.request("ping", json!({}))["result"], json!({}));
+}
+
 #[test]
 fn closing_stdin_ends_the_server() {
     let mut s = initialized();

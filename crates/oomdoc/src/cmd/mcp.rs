@@ -136,6 +136,9 @@ pub fn run(args: McpArgs) -> Result<(), CliError> {
 
 /// The id of a `tools/call` request (the one kind of message that can take long).
 fn as_tool_call(msg: &Value) -> Option<Value> {
+    if invalid_request(msg).is_some() {
+        return None;
+    }
     let obj = msg.as_object()?;
     (obj.get("method").and_then(Value::as_str) == Some("tools/call")).then(|| obj.get("id").cloned()).flatten()
 }
@@ -177,11 +180,42 @@ fn result(id: Value, result: Value) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "result": result })
 }
 
-/// Answer one message; notifications (no `id`) get no answer.
-fn handle(msg: Value, ctx: &Ctx, calls: &Mutex<Calls>) -> Option<Value> {
+/// The -32600 answer to a message that is not a JSON-RPC 2.0 request, notification or
+/// response (JSON-RPC 2.0 §4, §5.1; MCP: an id is a string or an integer, never null).
+/// The answer carries the message's id when that id is itself valid, else null.
+fn invalid_request(msg: &Value) -> Option<Value> {
     let Some(obj) = msg.as_object() else {
         return Some(error(Value::Null, -32600, "invalid request: not an object"));
     };
+    let id = obj.get("id");
+    let id_ok = match id {
+        None => true,
+        Some(Value::String(_)) => true,
+        Some(Value::Number(n)) => n.is_i64() || n.is_u64(),
+        Some(_) => false,
+    };
+    if !id_ok {
+        let shown = id.map(Value::to_string).unwrap_or_default();
+        let shown: String = shown.chars().take(40).collect();
+        return Some(error(Value::Null, -32600, &format!("invalid request: `id` must be a string or an integer, not {shown}")));
+    }
+    let reply_id = id.cloned().unwrap_or(Value::Null);
+    match obj.get("jsonrpc") {
+        Some(Value::String(v)) if v == "2.0" => None,
+        None => Some(error(reply_id, -32600, "invalid request: no `jsonrpc` member (it must be \"2.0\")")),
+        Some(other) => {
+            let shown: String = other.to_string().chars().take(40).collect();
+            Some(error(reply_id, -32600, &format!("invalid request: `jsonrpc` must be \"2.0\", not {shown}")))
+        }
+    }
+}
+
+/// Answer one message; notifications (no `id`) get no answer.
+fn handle(msg: Value, ctx: &Ctx, calls: &Mutex<Calls>) -> Option<Value> {
+    if let Some(e) = invalid_request(&msg) {
+        return Some(e);
+    }
+    let Some(obj) = msg.as_object() else { unreachable!("invalid_request answers non-objects") };
     let id = obj.get("id").cloned();
     let Some(method) = obj.get("method").and_then(Value::as_str) else {
         // A response from the client (we send no requests) or garbage.
