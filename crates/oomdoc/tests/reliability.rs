@@ -693,6 +693,25 @@ fn the_same_file_twice_is_read_once() {
     }
 }
 
+/// D47: two file names that differ only in a byte that is not UTF-8 stay two names in
+/// `files` (a lossy decoding made both `host\u{fffd}.log`), and print safely.
+#[test]
+fn names_that_differ_in_an_invalid_byte_stay_apart() {
+    use std::os::unix::ffi::OsStrExt;
+    let d = temp_dir("invalid-names");
+    for b in [0xfe_u8, 0xff] {
+        let name = std::ffi::OsStr::from_bytes(&[b"host".as_slice(), &[b], b".log"].concat()).to_owned();
+        std::fs::write(d.join(name), format!("{OOM}\n")).unwrap();
+    }
+    let v: Value = serde_json::from_slice(&oomdoc(&["diagnose", "--format", "json", d.to_str().unwrap()]).stdout).unwrap();
+    let f = &v["findings"][0];
+    assert_eq!(f["occurrences"], 2, "{v}");
+    let files: Vec<String> = f["files"].as_array().unwrap().iter().map(|n| n.as_str().unwrap().rsplit('/').next().unwrap().to_string()).collect();
+    assert_eq!(files, ["host\\xfe.log", "host\\xff.log"], "{v}");
+    let text = String::from_utf8(oomdoc(&["diagnose", d.to_str().unwrap()]).stdout).unwrap();
+    assert!(text.contains("host\\xfe.log") && text.contains("host\\xff.log"), "{text}");
+}
+
 /// D17: a log whose path is too long to open is listed as unreadable, not skipped silently.
 #[test]
 fn too_long_paths_are_listed() {

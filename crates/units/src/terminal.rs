@@ -58,6 +58,35 @@ pub fn escape(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A name given as bytes (a Unix file name) as text that keeps two names apart: valid
+/// UTF-8 as it is, each byte that is not as `\xNN` (where a lossy decoding would make
+/// `host\xff.log` and `host\xfe.log` the same `host\u{fffd}.log`), unsafe characters
+/// as [`escape`] writes them. Only a name that already holds the text `\xNN` could meet
+/// another's.
+pub fn name_from_bytes(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(&escape(chunk.valid()));
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+/// [`name_from_bytes`] of a path (on Unix its bytes; elsewhere its lossy text, escaped).
+pub fn path_name(path: &std::path::Path) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        name_from_bytes(path.as_os_str().as_bytes())
+    }
+    #[cfg(not(unix))]
+    {
+        escape(&path.to_string_lossy()).into_owned()
+    }
+}
+
 /// The visible character shown for an unsafe one: U+2400–U+241F for C0 (`␀`, `␇`,
 /// `␈`), U+2421 `␡` for DEL, U+FFFD for C1 and bidi controls.
 pub fn stand_in(c: char) -> char {
@@ -151,6 +180,15 @@ fn clean_inner(s: &str, keep_sgr: bool) -> Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn names_that_differ_in_an_invalid_byte_stay_apart() {
+        use super::name_from_bytes;
+        assert_eq!(name_from_bytes(b"host\xff.log"), "host\\xff.log");
+        assert_ne!(name_from_bytes(b"host\xff.log"), name_from_bytes(b"host\xfe.log"));
+        assert_eq!(name_from_bytes("r\u{e9}sum\u{e9}.log".as_bytes()), "r\u{e9}sum\u{e9}.log");
+        assert_eq!(name_from_bytes(b"a\x1b]0;x\x07.log"), "a\\u{1b}]0;x\\u{7}.log");
+    }
+
     use super::*;
 
     #[test]

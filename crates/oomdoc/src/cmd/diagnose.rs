@@ -93,10 +93,12 @@ enum Input {
 }
 
 impl Input {
+    /// The log's name in reports (`file`, `files`, `unreadable`): two files whose names
+    /// differ only in bytes that are not UTF-8 keep different names ([`oomdoc_units::terminal::path_name`]).
     fn name(&self) -> String {
         match self {
             Input::Stdin => "-".into(),
-            Input::File(p) => p.display().to_string(),
+            Input::File(p) => oomdoc_units::terminal::path_name(p),
         }
     }
 }
@@ -192,7 +194,7 @@ fn widen_stdin_pipe() {
 fn display_name(input: &Input) -> String {
     match input {
         Input::Stdin => "standard input".into(),
-        Input::File(p) => p.display().to_string(),
+        Input::File(_) => input.name(),
     }
 }
 
@@ -201,7 +203,7 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, unreadable: &mut Vec<Unreadable>, 
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) => {
-            unreadable.push(Unreadable { file: dir.display().to_string(), error: e.to_string() });
+            unreadable.push(Unreadable { file: oomdoc_units::terminal::path_name(dir), error: e.to_string() });
             return;
         }
     };
@@ -213,7 +215,7 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, unreadable: &mut Vec<Unreadable>, 
             Ok(m) => m,
             // A path too long for the system, and the like: listed, never silently left out.
             Err(e) => {
-                unreadable.push(Unreadable { file: p.display().to_string(), error: e.to_string() });
+                unreadable.push(Unreadable { file: oomdoc_units::terminal::path_name(&p), error: e.to_string() });
                 continue;
             }
         };
@@ -224,7 +226,7 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, unreadable: &mut Vec<Unreadable>, 
         // Confined (`oomdoc mcp --root`): a link that leads outside is not followed.
         if let (Some(root), true) = (root, meta.file_type().is_symlink()) {
             if !std::fs::canonicalize(&p).is_ok_and(|real| real.starts_with(root)) {
-                unreadable.push(Unreadable { file: p.display().to_string(), error: "a link that leads outside the directory this server may read".into() });
+                unreadable.push(Unreadable { file: oomdoc_units::terminal::path_name(&p), error: "a link that leads outside the directory this server may read".into() });
                 continue;
             }
         }
