@@ -25,6 +25,15 @@ fn fake_diagnose(log: &[u8], lang: Lang) -> Result<Value, EngineError> {
         return Ok(json!({ "findings": [] }));
     }
     let e = entry_with_fix();
+    if text.contains("MANY-FINDINGS") {
+        // As a log of distinct failures gives: the engine's 5,000, each with its excerpt.
+        let findings: Vec<Value> = (0..5000)
+            .map(|i| json!({ "id": e.id, "kind": "oom", "title": e.title.get(lang), "line": i + 1,
+                             "excerpt": format!("failure {i}: {}", "x".repeat(8000)),
+                             "fixes": [{ "id": e.fixes[0].id, "title": e.fixes[0].title.get(lang) }] }))
+            .collect();
+        return Ok(json!({ "findings": findings }));
+    }
     let first_line: String = text.lines().next().unwrap_or("").chars().take(200_000).collect();
     Ok(json!({ "findings": [{
         "id": e.id, "code": e.code, "kind": "oom", "title": e.title.get(lang),
@@ -385,6 +394,39 @@ fn a_kept_diagnosis_has_its_own_address() {
     let r = s.get(&location);
     assert_eq!(r.status, 404);
     assert!(r.text().contains("deleted"), "{}", r.text());
+}
+
+/// Reliability report S23: a log of thousands of distinct failures made a 67 MB page.
+/// The page shows a summary and the first findings, and says how many it left out and
+/// where all of them are.
+#[test]
+fn a_page_of_thousands_of_findings_is_bounded() {
+    let s = TestServer::start(fake_engines());
+    let (ctype, body) = multipart(&[("log", None, b"MANY-FINDINGS")]);
+    let r = s.post_form("/", &ctype, &body);
+    assert_eq!(r.status, 200);
+    let html = r.text();
+    let shown = html.matches("<section class=\"finding\"").count();
+    assert_eq!(shown, 50, "the first 50 findings in full");
+    assert!(html.len() < 1_000_000, "{} bytes for 5,000 findings", html.len());
+    assert!(html.contains("5000 findings"), "the summary counts them all");
+    assert!(html.contains("×5000"), "per entry");
+    assert!(html.contains("The other 4950 findings are counted above but not shown"), "says how many were left out");
+    assert!(html.contains("/api/v1/diagnose"), "and where to get them all");
+    assert!(html.contains("failure 49:") && !html.contains("failure 50:"));
+
+    // Kept: the page links to the whole diagnosis as JSON.
+    let (ctype, body) = multipart(&[("log", None, b"MANY-FINDINGS"), ("store_log", None, b"1")]);
+    let location = s.post_form("/", &ctype, &body).header("location").unwrap().to_string();
+    let html = s.get(&location).text();
+    let json_href = format!("{location}.json");
+    assert!(html.contains(&format!("href=\"{json_href}\"")), "links the JSON");
+    assert_eq!(s.get(&json_href).json()["findings"].as_array().unwrap().len(), 5000);
+
+    // A few findings: no summary table, no note.
+    let (ctype, body) = multipart(&[("log", None, b"one failure")]);
+    let html = s.post_form("/", &ctype, &body).text();
+    assert!(!html.contains("class=\"summary\"") && !html.contains("counted above"));
 }
 
 #[test]

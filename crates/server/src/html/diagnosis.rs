@@ -180,9 +180,34 @@ pub fn finding(f: &Value, outcomes: Option<&BTreeMap<String, FixOutcomes>>, lang
     }
 }
 
-/// `kept`: the page's own address, when the log was kept (the user ticked the box).
+/// Findings shown in full on one page. A log of thousands of distinct failures gives
+/// thousands of findings (the engine keeps up to 5,000): shown whole that was a 67 MB page
+/// (reliability report S23). The rest are counted in the summary and named in a note with
+/// where to get them all.
+pub const PAGE_FINDINGS: usize = 50;
+
+/// The address of a kept diagnosis's page, and of its JSON.
+pub fn kept_href(link: &str, lang: Lang) -> String {
+    format!("/diagnoses/{link}{}", if lang == Lang::Zh { "?lang=zh" } else { "" })
+}
+
+/// `kept`: the key of the page's own address, when the log was kept (the user ticked the box).
 pub fn report_page(report: &Value, outcomes: &OutcomesByEntry, kept: Option<&str>, lang: Lang) -> Markup {
     let findings = items(report, "findings");
+    let shown = &findings[..findings.len().min(PAGE_FINDINGS)];
+    let left_out = findings.len() - shown.len();
+    // Per entry: how many findings, in the order they first appear.
+    let mut kinds: Vec<(&str, &str, usize)> = Vec::new();
+    if left_out > 0 {
+        for f in findings {
+            let id = s(f, "id").unwrap_or("");
+            match kinds.iter_mut().find(|k| k.0 == id) {
+                Some(k) => k.2 += 1,
+                None => kinds.push((id, s(f, "title").unwrap_or(id), 1)),
+            }
+        }
+    }
+    let count = |n: usize| format!("{n} {}", t(lang, if n == 1 { "finding" } else { "findings" }));
     layout(
         t(lang, "diagnose"),
         lang,
@@ -191,12 +216,30 @@ pub fn report_page(report: &Value, outcomes: &OutcomesByEntry, kept: Option<&str
             @if findings.is_empty() {
                 p.no-findings { (t(lang, "no_findings")) }
             } @else {
-                p.muted { (findings.len()) " " (t(lang, if findings.len() == 1 { "finding" } else { "findings" })) }
-                @for f in findings {
+                p.muted { (count(findings.len())) }
+                @if left_out > 0 {
+                    table.summary {
+                        @for (id, title, n) in &kinds {
+                            tr { td { a href=(entry_href(id, lang)) { code { (id) } } } td { (title) } td.num { "×" (n) } }
+                        }
+                    }
+                }
+                @for f in shown {
                     (finding(f, s(f, "id").and_then(|id| outcomes.get(id)), lang))
                 }
+                @if left_out > 0 {
+                    p.left-out {
+                        (t(lang, "left_out_before")) " " (count(left_out)) " " (t(lang, "left_out_after")) " " (PAGE_FINDINGS) ". "
+                        @if let Some(link) = kept {
+                            (t(lang, "all_as_json")) " " a href=(format!("/diagnoses/{link}.json")) { (format!("/diagnoses/{link}.json")) } "."
+                        } @else {
+                            (t(lang, "all_by_api")) " " code { "curl --data-binary @train.log …/api/v1/diagnose" } "."
+                        }
+                    }
+                }
             }
-            @if let Some(href) = kept {
+            @if let Some(link) = kept {
+                @let href = kept_href(link, lang);
                 p.kept-link {
                     (t(lang, "kept_log")) " " (t(lang, "kept_link")) " "
                     a href=(href) { (href) }

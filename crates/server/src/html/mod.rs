@@ -108,6 +108,10 @@ pub fn t(lang: Lang, key: &'static str) -> &'static str {
         ),
         "another_log" => ("Diagnose another log", "诊断另一个日志"),
         "kept_log" => ("You chose to keep this log on the server.", "你选择了将此日志保存在服务器上。"),
+        "left_out_before" => ("The other", "其余"),
+        "left_out_after" => ("are counted above but not shown: this page shows the first", "已在上方计数但未显示：本页只显示前"),
+        "all_as_json" => ("All of them, as JSON:", "全部问题（JSON）："),
+        "all_by_api" => ("All of them, as JSON, from the API:", "通过 API 以 JSON 获取全部问题："),
         "kept_link" => (
             "This diagnosis has its own address; anyone you give it to can read it:",
             "此诊断有自己的地址，拿到地址的人都能查看：",

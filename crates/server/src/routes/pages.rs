@@ -45,14 +45,10 @@ pub async fn diagnose(State(state): State<Shared>, req: Request) -> Result<Respo
     let lang = sub.lang;
     let (report, link) = state.diagnose_and_maybe_store(sub).await?;
     if let Some(link) = link {
-        return Ok(Redirect::to(&kept_href(&link, lang)).into_response());
+        return Ok(Redirect::to(&diagnosis::kept_href(&link, lang)).into_response());
     }
     let outcomes = state.outcomes_for(finding_ids(&report)).await?;
     Ok(Page(diagnosis::report_page(&report, &outcomes, None, lang)).into_response())
-}
-
-fn kept_href(link: &str, lang: Lang) -> String {
-    format!("/diagnoses/{link}{}", if lang == Lang::Zh { "?lang=zh" } else { "" })
 }
 
 fn finding_ids(report: &serde_json::Value) -> Vec<String> {
@@ -65,16 +61,25 @@ fn finding_ids(report: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
-/// `/diagnoses/{link}`: the diagnosis of a log its sender chose to keep.
+/// `/diagnoses/{link}` (the page) and `/diagnoses/{link}.json` (every finding, as
+/// `POST /api/v1/diagnose` answers): the diagnosis of a log its sender chose to keep.
 pub async fn kept_diagnosis(
     State(state): State<Shared>,
-    Path(link): Path<String>,
+    Path(file): Path<String>,
     Query(q): Query<LangQuery>,
 ) -> Result<Response, AppError> {
     let lang = q.lang();
-    let report = state.diagnose_kept(&link, lang).await?;
-    let outcomes = state.outcomes_for(finding_ids(&report)).await?;
-    let mut r = Page(diagnosis::report_page(&report, &outcomes, Some(&kept_href(&link, lang)), lang)).into_response();
+    let (link, json) = match file.strip_suffix(".json") {
+        Some(link) => (link, true),
+        None => (file.as_str(), false),
+    };
+    let report = state.diagnose_kept(link, lang).await?;
+    let mut r = if json {
+        axum::Json(report).into_response()
+    } else {
+        let outcomes = state.outcomes_for(finding_ids(&report)).await?;
+        Page(diagnosis::report_page(&report, &outcomes, Some(link), lang)).into_response()
+    };
     // The address is the only key to the log: keep it out of other sites' logs and search indexes.
     r.headers_mut().insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     r.headers_mut().insert("x-robots-tag", HeaderValue::from_static("noindex"));
