@@ -235,6 +235,34 @@ fn follow_reads_the_old_file_to_its_end_on_rotation() {
     assert!(seen[0].contains("1.00 GiB") && seen[1].contains("2.00 GiB"), "{seen:?}");
 }
 
+/// D51: copytruncate, and the job writes more than the old size before the next poll: the
+/// file never looks shorter, but it holds new content from its first byte. Both failures
+/// are printed. (Written in place here, so no poll can see the empty file in between.)
+#[test]
+fn follow_notices_a_file_truncated_and_rewritten_past_its_old_size() {
+    let d = temp_dir("follow-copytruncate");
+    let log = d.join("c.log");
+    let steps: String = (1..=100).map(|i| format!("step {i}\n")).collect();
+    std::fs::write(&log, format!("{steps}{}\nafter\n", OOM.replace("3.00 GiB", "1.00 GiB"))).unwrap();
+    let old_len = std::fs::metadata(&log).unwrap().len();
+    let (mut child, rx) = follow(&log);
+    let headline = |l: String| -> String { serde_json::from_str::<Value>(&l).unwrap()["headline"].as_str().unwrap_or_default().to_string() };
+    let first = rx.recv_timeout(Duration::from_secs(120)).map(headline);
+    let new_steps: String = (1..=400).map(|i| format!("new step {i}\n")).collect();
+    let new = format!("{}\n{new_steps}", OOM.replace("3.00 GiB", "2.00 GiB"));
+    assert!(new.len() as u64 > old_len);
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
+        f.write_all_at(new.as_bytes(), 0).unwrap();
+    }
+    let second = rx.recv_timeout(Duration::from_secs(60)).map(headline);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(first.as_ref().is_ok_and(|h| h.contains("1.00 GiB")), "{first:?}");
+    assert!(second.as_ref().is_ok_and(|h| h.contains("2.00 GiB")), "the rewritten file's failure: {second:?}");
+}
+
 /// D54: a FIFO is not followed; the error names it and says why.
 #[test]
 fn follow_refuses_a_fifo_by_name() {

@@ -394,6 +394,48 @@ fn cap_line(line: &mut Vec<u8>) {
     }
 }
 
+/// Bytes kept of the start of a followed file, and of what was read last.
+const FINGERPRINT: usize = 4096;
+
+/// What the followed file held where it was read: its first bytes and the bytes just
+/// before the read position. A file truncated and written again past the old position
+/// between two polls (copytruncate, then a burst) never looks shorter; these bytes differ.
+#[derive(Default)]
+struct Fingerprint {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+impl Fingerprint {
+    /// Note `bytes`, read at `at` (reads are in order, from 0).
+    fn read(&mut self, at: u64, bytes: &[u8]) {
+        if at == self.head.len() as u64 && self.head.len() < FINGERPRINT {
+            let take = (FINGERPRINT - self.head.len()).min(bytes.len());
+            self.head.extend_from_slice(&bytes[..take]);
+        }
+        let keep = bytes.len().min(FINGERPRINT);
+        let old = (FINGERPRINT - keep).min(self.tail.len());
+        self.tail.drain(..self.tail.len() - old);
+        self.tail.extend_from_slice(&bytes[bytes.len() - keep..]);
+    }
+
+    /// Whether `file`, read up to `pos`, still holds those bytes where they were.
+    #[cfg(unix)]
+    fn holds(&self, file: &File, pos: u64) -> bool {
+        use std::os::unix::fs::FileExt;
+        let same = |want: &[u8], at: u64| {
+            let mut got = vec![0u8; want.len()];
+            file.read_exact_at(&mut got, at).is_ok() && got == want
+        };
+        same(&self.head, 0) && same(&self.tail, pos - self.tail.len() as u64)
+    }
+
+    #[cfg(not(unix))]
+    fn holds(&self, _file: &File, _pos: u64) -> bool {
+        true
+    }
+}
+
 /// `--follow`: read one file as it grows; print each failure once, when complete.
 fn follow(args: &DiagnoseArgs, opts: &Options) -> Result<(), CliError> {
     let path = match args.logs.as_slice() {
@@ -422,14 +464,17 @@ fn follow(args: &DiagnoseArgs, opts: &Options) -> Result<(), CliError> {
     // The path names a new file (rename rotation): the old one is read to its end first,
     // so what was written just before the rename is not lost.
     let mut rotated = false;
+    let mut seen = Fingerprint::default();
     let mut out = io::stdout();
     loop {
         if let Ok(meta) = std::fs::metadata(&path) {
             let replaced = file.metadata().map(|m| !same_file(&m, &meta)).unwrap_or(false);
             if replaced {
                 rotated = true;
-            } else if meta.len() < pos {
-                // Truncated in place (copytruncate): what was there is gone; start again at the top.
+            } else if meta.len() < pos || (!rotated && pos > 0 && !seen.holds(&file, pos)) {
+                // Truncated in place (copytruncate), perhaps already written past the old
+                // position again: what was there is gone; start again at the top.
+                seen = Fingerprint::default();
                 pos = 0;
                 window.clear();
                 window_bytes = 0;
@@ -441,6 +486,7 @@ fn follow(args: &DiagnoseArgs, opts: &Options) -> Result<(), CliError> {
         file.seek(SeekFrom::Start(pos))?;
         let n = file.read(&mut buf)?;
         if n > 0 {
+            seen.read(pos, &buf[..n]);
             pos += n as u64;
             // Only the new bytes are searched for line ends: a long line costs its length once.
             let mut start = 0;
@@ -524,6 +570,7 @@ fn follow(args: &DiagnoseArgs, opts: &Options) -> Result<(), CliError> {
             // Everything of the old file has been read and printed: go on with the new one.
             if let Ok(f) = File::open(&path) {
                 file = f;
+                seen = Fingerprint::default();
                 pos = 0;
                 window.clear();
                 window_bytes = 0;
