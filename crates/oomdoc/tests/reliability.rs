@@ -524,6 +524,42 @@ fn run_does_not_blame_the_job_for_another_process_oom_kill() {
     assert!(notes.contains("not part of"), "{notes}");
 }
 
+/// R12's limit: `run` learned the job's processes by sampling /proc every 200 ms, so a
+/// worker OOM-killed within milliseconds of starting was never seen and its kill was taken
+/// for another process's. In its own cgroup (made where the runner may), every process of
+/// the job is counted at kill time: the launcher's quick worker is the job's, certain.
+#[test]
+fn run_attributes_a_worker_killed_within_milliseconds() {
+    let Some(cg) = common::small_memory_cgroup("quick", 64 << 20) else {
+        oomdoc_testkit::skip("run_attributes_a_worker_killed_within_milliseconds", "cannot create a memory cgroup here (needs root and a writable cgroup filesystem)");
+        return;
+    };
+    if Command::new("python3").arg("-c").arg("pass").status().map(|s| !s.success()).unwrap_or(true) {
+        oomdoc_testkit::require_in_ci("run_attributes_a_worker_killed_within_milliseconds", "python3 is not installed");
+        let _ = std::fs::remove_dir(&cg);
+        return;
+    }
+    let d = temp_dir("run-quick-worker");
+    let rep = d.join("r.json");
+    // The worker asks for 512 MiB at once: killed within milliseconds of starting.
+    let job = format!(
+        "echo $$ > '{}' && exec '{}' run --no-pty --report '{}' -- sh -c \"python3 -c 'b = bytearray(512 << 20)'; echo worker died >&2; exit 1\"",
+        cg.join("cgroup.procs").display(),
+        env!("CARGO_BIN_EXE_oomdoc"),
+        rep.display()
+    );
+    let out = Command::new("sh").arg("-c").arg(&job).env("NO_COLOR", "1").output().unwrap();
+    let leftover: Vec<_> = std::fs::read_dir(&cg).map(|r| r.flatten().filter(|e| e.path().is_dir()).map(|e| e.path()).collect()).unwrap_or_default();
+    let _ = std::fs::remove_dir(&cg);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(leftover.is_empty(), "the job's cgroup is removed after the run: {leftover:?}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&rep).unwrap()).unwrap();
+    let f = v["findings"].as_array().unwrap().iter().find(|f| f["id"] == "host.oom-killer").unwrap_or_else(|| panic!("the worker's kill is the job's: {v}")).clone();
+    assert_eq!(f["confidence"], "certain", "{f}");
+    assert!(f["headline"].as_str().unwrap().contains("a process of the job was killed by the OOM killer"), "{f}");
+    assert_eq!(f["details"]["job_cgroup_oom_kill"], 1, "{f}");
+}
+
 // ------------------------------------------------------------------------------ mcp
 
 /// `oomdoc mcp ARGS` with its replies read on a thread (so a blocked server cannot block the test).

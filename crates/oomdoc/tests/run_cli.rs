@@ -209,9 +209,9 @@ fn oom_kill_in_a_small_cgroup_is_certain() {
     assert_eq!(f["confidence"], "certain", "{f}");
     assert_eq!(f["sizes"]["limit"], 64u64 << 20, "{f}");
 
-    // A launcher whose worker is OOM-killed and which then exits 1 (as torchrun does). The
-    // worker grows in steps, as training does: `run` knows the job's processes by sampling
-    // /proc every 200 ms, and a worker killed within its first few milliseconds is missed.
+    // A launcher whose worker is OOM-killed and which then exits 1 (as torchrun does); the
+    // worker grows in steps, as training does. (One killed within milliseconds of starting:
+    // `reliability.rs`, run_attributes_a_worker_killed_within_milliseconds.)
     let cmd = format!(
         "echo $$ > '{}/cgroup.procs' && exec '{}' run --report '{}' -- sh -c \"python3 -c 'import time\nb = []\nwhile True: b.append(bytearray(8 << 20)); time.sleep(0.1)'; echo worker died >&2; exit 1\"",
         cg.display(),

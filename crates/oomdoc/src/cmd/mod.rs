@@ -7,6 +7,8 @@ pub mod memory;
 pub mod plan;
 #[cfg(unix)]
 pub mod run;
+#[cfg(unix)]
+pub mod job_cgroup;
 pub mod post;
 pub mod record;
 pub mod serve;

@@ -513,9 +513,16 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
     // terminal and Ctrl-C reaches it directly).
     // SAFETY: isatty/tcgetpgrp/getpgrp are plain queries.
     let stdin_fg = unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) == libc::getpgrp() };
+    // The job's own memory cgroup where one can be made: its OOM kills are then told from
+    // others' however fast its processes come and go.
+    let job_cgroup = memory_cgroup().and_then(|(dir, events, key, _)| super::job_cgroup::JobCgroup::create(&dir, events, key));
+    let cgroup_fd = job_cgroup.as_ref().map(|c| c.procs_fd());
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
+            if let Some(fd) = cgroup_fd {
+                super::job_cgroup::enter(fd);
+            }
             libc::setpgid(0, 0);
             if stdin_fg {
                 libc::signal(libc::SIGTTOU, libc::SIG_IGN);
@@ -569,6 +576,7 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
     }
     // Which processes belong to the job, for telling its OOM kills from others' in a shared cgroup.
     let tree = JobTree::watch(pid);
+    let job_cgroup = job_cgroup.filter(|c| c.holds(pid));
     let pending = PENDING_SIGNAL.swap(0, Ordering::SeqCst);
     if pending > 0 {
         // SAFETY: signalling the child's own process group.
@@ -643,9 +651,10 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
     let opts = Options { lang: args.lang, threads: 1, ..Options::default() };
     // Killed by SIGKILL, or failed after the OOM killer struck in our cgroup during the run
     // (a launcher such as torchrun exits 1 when a worker it started is OOM-killed).
-    let oom_counted = matches!((before.oom_kill, after.oom_kill), (Some(b), Some(a)) if a > b);
+    let job_kills = job_cgroup.as_ref().and_then(|c| c.oom_kills());
+    let oom_counted = matches!((before.oom_kill, after.oom_kill), (Some(b), Some(a)) if a > b) || job_kills.is_some_and(|n| n > 0);
     if ended.killed() || (ended.failed() && oom_counted) {
-        let job = tree.pids();
+        let job = Job { pids: tree.pids(), cgroup: job_cgroup.as_ref(), kills: job_kills };
         if let Some(n) = add_kill_finding(&mut report, ended, pid, &job, &before, &after, &shown, &opts) {
             report.notes.push(n);
         }
@@ -942,12 +951,22 @@ fn dmesg_kills(since_uptime: f64) -> Option<Vec<String>> {
     Some(lines)
 }
 
+/// What is known of the job's processes when it ended.
+struct Job<'a> {
+    /// Sampled from /proc while it ran ([`JobTree`]).
+    pids: std::collections::HashSet<i32>,
+    /// Its own memory cgroup, when one could be made ([`super::job_cgroup`]).
+    cgroup: Option<&'a super::job_cgroup::JobCgroup>,
+    /// That cgroup's OOM kills: exactly the job's.
+    kills: Option<u64>,
+}
+
 /// Adds the `host.oom-killer` finding for a SIGKILL, or for a failure after the OOM killer
 /// struck in the job's cgroup. A kill is the job's when the kernel names one of its
 /// processes (`job`); a kill the kernel names of another process in a shared cgroup is
 /// not blamed on the job: None is added then, and the returned note says what happened.
 #[allow(clippy::too_many_arguments)]
-fn add_kill_finding(report: &mut Report, ended: Ended, pid: i32, job: &std::collections::HashSet<i32>, before: &KernelState, after: &KernelState, shown: &str, opts: &Options) -> Option<String> {
+fn add_kill_finding(report: &mut Report, ended: Ended, pid: i32, job: &Job, before: &KernelState, after: &KernelState, shown: &str, opts: &Options) -> Option<String> {
     let mut evidence = vec![match ended {
         Ended::Signaled(s) => format!("oomdoc run: `{shown}` (pid {pid}) was killed by {} (status {})", signal_name(s), ended.shell_status()),
         Ended::Exited(137) => format!("oomdoc run: `{shown}` (pid {pid}) exited with status 137 (128 + SIGKILL: a process it waited for was killed)"),
@@ -962,6 +981,8 @@ fn add_kill_finding(report: &mut Report, ended: Ended, pid: i32, job: &std::coll
             if a > b {
                 counted = true;
                 evidence.push(format!("cgroup {dir}: oom_kill counter went from {b} to {a} during the run"));
+            } else if job.kills.is_some_and(|n| n > 0) {
+                evidence.push(format!("cgroup {dir}: oom_kill counter stayed at {a} (the job's kills count in its own cgroup, below)"));
             } else {
                 evidence.push(format!("cgroup {dir}: oom_kill counter stayed at {a} (no OOM kill counted in this cgroup; the SIGKILL may have come from elsewhere)"));
             }
@@ -971,6 +992,18 @@ fn add_kill_finding(report: &mut Report, ended: Ended, pid: i32, job: &std::coll
         }
         _ => evidence.push("the memory cgroup's oom_kill counter is not readable here: the OOM killer is not proven".into()),
     }
+    if let (Some(cg), Some(n)) = (job.cgroup, job.kills) {
+        evidence.push(format!("the job's own cgroup {}: {n} OOM kill(s) of its processes", cg.dir().display()));
+        details.push(("job_cgroup_oom_kill", n.into()));
+        if n > 0 {
+            counted = true;
+        } else if counted && !ended.killed() {
+            // Every process of the job ran in its own cgroup, which counted no kill.
+            return Some(format!(
+                "the OOM killer killed a process in this cgroup during the run that is not part of `{shown}` (the job's own cgroup counted no kill); the command's own failure is above"
+            ));
+        }
+    }
     let mut sizes = Vec::new();
     if let Some((limit, path)) = &after.limit {
         evidence.push(format!("memory limit {} ({limit} bytes) in {}", format_bytes(*limit), path.display()));
@@ -978,11 +1011,18 @@ fn add_kill_finding(report: &mut Report, ended: Ended, pid: i32, job: &std::coll
     }
     // Proven: the kernel names a process of the job, or the job itself died of SIGKILL
     // while its cgroup counted a kill.
-    let mut proven = counted && ended.killed();
+    let mut proven = match job.kills {
+        Some(n) => n > 0,
+        None => counted && ended.killed(),
+    };
     let mut from_kernel: Option<Finding> = None;
     let dmesg = before.uptime.and_then(dmesg_kills);
     if let Some(lines) = &dmesg {
-        let (mine, others): (Vec<&String>, Vec<&String>) = lines.iter().partition(|l| killed_pid(l).is_some_and(|p| p == pid || job.contains(&p)));
+        // The job's: a pid seen in its tree, or one the kernel's record places in its cgroup.
+        let in_cgroup: std::collections::HashSet<i32> =
+            lines.iter().filter(|l| job.cgroup.is_some_and(|c| c.named_in(l))).filter_map(|l| killed_pid(l)).collect();
+        let (mine, others): (Vec<&String>, Vec<&String>) =
+            lines.iter().partition(|l| killed_pid(l).is_some_and(|p| p == pid || job.pids.contains(&p) || in_cgroup.contains(&p)));
         if !mine.is_empty() {
             proven = true;
         } else if !others.is_empty() && !ended.killed() {

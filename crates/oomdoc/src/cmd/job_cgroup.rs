@@ -1,0 +1,102 @@
+//! `oomdoc run`'s own memory cgroup for the job, when it may make one.
+//!
+//! Which processes are the job's is otherwise known by sampling /proc (every 200 ms): a
+//! worker the OOM killer kills within milliseconds of starting is never seen, and its kill
+//! cannot be told from that of another process sharing the cgroup. A child cgroup that the
+//! command enters before it runs holds every process the job starts, at whatever speed:
+//! its `oom_kill` counter counts exactly the job's kills, and the kernel's kill record names
+//! it (`oom-kill:… task_memcg=/…/oomdoc-run-…,task=python3,pid=…`).
+//!
+//! Made only where it changes nothing else: cgroup v1 with `memory.use_hierarchy` 1 (the
+//! parent's limit still holds for the child), or cgroup v2 where the memory controller
+//! reaches the new child (its `memory.events` exists). Anywhere else (no permission, v1
+//! without hierarchy, v2 with the controller not delegated) there is none, and `run`
+//! attributes kills by the sampled process tree as before.
+
+use std::fs::File;
+use std::os::unix::io::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
+
+pub struct JobCgroup {
+    dir: PathBuf,
+    /// The directory's name, unique to this run: how the kernel's kill record is matched.
+    name: String,
+    /// `cgroup.procs`, open for writing: the command writes `0` (itself) to it before exec.
+    procs: File,
+    /// The counter file and its key (`memory.events` / `memory.oom_control`, `oom_kill `).
+    events: &'static str,
+    key: &'static str,
+}
+
+impl JobCgroup {
+    /// A new child of `parent` (our own memory cgroup), or None where that is not possible
+    /// or would change the job's limits.
+    pub fn create(parent: &Path, events: &'static str, key: &'static str) -> Option<JobCgroup> {
+        let v1 = events == "memory.oom_control";
+        if v1 && std::fs::read_to_string(parent.join("memory.use_hierarchy")).ok()?.trim() != "1" {
+            return None;
+        }
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+        let name = format!("oomdoc-run-{}-{nanos}", std::process::id());
+        let dir = parent.join(&name);
+        std::fs::create_dir(&dir).ok()?;
+        let made = JobCgroupDir(dir.clone());
+        if !dir.join(events).exists() {
+            return None;
+        }
+        let procs = std::fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs")).ok()?;
+        std::mem::forget(made);
+        Some(JobCgroup { dir, name, procs, events, key })
+    }
+
+    /// For the command's `pre_exec`: `write(fd, "0")` moves the writing process.
+    pub fn procs_fd(&self) -> RawFd {
+        self.procs.as_raw_fd()
+    }
+
+    /// Whether `pid` is in it (the command moved itself before exec).
+    pub fn holds(&self, pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/cgroup")).is_ok_and(|t| t.lines().any(|l| l.ends_with(&format!("/{}", self.name))))
+    }
+
+    /// OOM kills of the job's processes so far.
+    pub fn oom_kills(&self) -> Option<u64> {
+        let text = std::fs::read_to_string(self.dir.join(self.events)).ok()?;
+        text.lines().find_map(|l| l.strip_prefix(self.key).and_then(|v| v.trim().parse().ok()))
+    }
+
+    /// Whether a kernel `oom-kill:` line names a task of this cgroup.
+    pub fn named_in(&self, line: &str) -> bool {
+        line.split("task_memcg=").nth(1).and_then(|r| r.split(',').next()).is_some_and(|m| m.ends_with(&format!("/{}", self.name)))
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for JobCgroup {
+    /// Removed once empty; a process of the job still running keeps it (and its limits),
+    /// as the kernel requires.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Removes a directory made but not kept.
+struct JobCgroupDir(PathBuf);
+
+impl Drop for JobCgroupDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// The pre_exec step: move the calling process into the cgroup (async-signal-safe: one write).
+///
+/// # Safety
+/// Call only between fork and exec, with `fd` from [`JobCgroup::procs_fd`].
+pub unsafe fn enter(fd: RawFd) {
+    let _ = libc::write(fd, b"0".as_ptr().cast(), 1);
+}
+
