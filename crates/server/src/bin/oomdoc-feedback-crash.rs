@@ -12,6 +12,8 @@
 //! answered 201. Rounds share the file, so each round also restarts on the previous round's
 //! crashed WAL. Exit status 1 if any acknowledged report is lost or the file is damaged.
 
+mod common;
+
 use oomdoc_kb::KnowledgeBase;
 use std::{
     collections::HashSet,
@@ -40,33 +42,19 @@ fn parse_args() -> Result<Options, String> {
         kill_after: Duration::from_millis(2000),
         db: None,
     };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+    let mut args = common::Args::new("oomdoc-feedback-crash [--writers 50] [--rounds 5] [--kill-after-ms 2000] [--db FILE]");
+    while let Some(a) = args.next_flag() {
         match a.as_str() {
-            "--serve" => {
-                // Child mode: be the server.
-                let config = oomdoc_server::Config {
-                    addr: "127.0.0.1:0".parse().unwrap(),
-                    db: oomdoc_server::store::Location::Sqlite(value("--serve")?.into()),
-                    // Thousands of reports from one address are the point here.
-                    feedback: oomdoc_server::store::FeedbackPolicy::unlimited(),
-                    ..Default::default()
-                };
-                oomdoc_server::serve(config)?;
-                std::process::exit(0);
-            }
-            "--writers" => o.writers = value(&a)?.parse().map_err(|e| format!("{a}: {e}"))?,
-            "--rounds" => o.rounds = value(&a)?.parse().map_err(|e| format!("{a}: {e}"))?,
-            "--kill-after-ms" => {
-                o.kill_after = Duration::from_millis(value(&a)?.parse().map_err(|e| format!("{a}: {e}"))?)
-            }
-            "--db" => o.db = Some(value(&a)?.into()),
-            "-h" | "--help" => {
-                println!("oomdoc-feedback-crash [--writers 50] [--rounds 5] [--kill-after-ms 2000] [--db FILE]");
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument `{other}`")),
+            // Child mode: be the server; thousands of reports from one address are the point here.
+            "--serve" => common::serve(
+                oomdoc_server::store::Location::Sqlite(args.text(&a)?.into()),
+                oomdoc_server::store::FeedbackPolicy::unlimited(),
+            ),
+            "--writers" => o.writers = args.value(&a)?,
+            "--rounds" => o.rounds = args.value(&a)?,
+            "--kill-after-ms" => o.kill_after = Duration::from_millis(args.value(&a)?),
+            "--db" => o.db = Some(args.text(&a)?.into()),
+            other => return Err(args.unknown(other)),
         }
     }
     if o.writers == 0 || o.rounds == 0 {
@@ -193,13 +181,7 @@ fn ms(d: Duration) -> String {
 }
 
 fn main() {
-    let o = match parse_args() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("oomdoc-feedback-crash: {e}");
-            std::process::exit(2);
-        }
-    };
+    let o = common::or_exit("oomdoc-feedback-crash", parse_args());
     let dir = tempfile::tempdir().expect("temp dir");
     let db = o.db.clone().unwrap_or_else(|| dir.path().join("oomdoc.sqlite3"));
     let e = KnowledgeBase::get()

@@ -15,6 +15,8 @@
 //! the database exactly once, and prints throughput and latency. Exit status 1 if an
 //! acknowledged report is missing.
 
+mod common;
+
 use oomdoc_server::store::{self, postgres::cluster::TempCluster, Location};
 use std::{
     collections::HashMap,
@@ -40,33 +42,19 @@ struct Options {
 
 fn parse_args() -> Result<Options, String> {
     let mut o = Options { replicas: 2, writers: 32, seconds: 10, kill_after: Some(5), db: None, small: false };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+    let mut args = common::Args::new(
+        "oomdoc-replicas-bench [--replicas 2] [--writers 32] [--seconds 10] [--kill-after-secs 5 (0: none)] [--small] [--db postgres://…]",
+    );
+    while let Some(a) = args.next_flag() {
         match a.as_str() {
-            "--serve" => {
-                let config = oomdoc_server::Config {
-                    addr: "127.0.0.1:0".parse().unwrap(),
-                    db: Location::parse(&value("--serve")?)?,
-                    ..Default::default()
-                };
-                oomdoc_server::serve(config)?;
-                std::process::exit(0);
-            }
-            "--replicas" => o.replicas = value(&a)?.parse().map_err(|e| format!("{a}: {e}"))?,
-            "--writers" => o.writers = value(&a)?.parse().map_err(|e| format!("{a}: {e}"))?,
-            "--seconds" => o.seconds = value(&a)?.parse().map_err(|e| format!("{a}: {e}"))?,
-            "--kill-after-secs" => {
-                let s: u64 = value(&a)?.parse().map_err(|e| format!("{a}: {e}"))?;
-                o.kill_after = (s > 0).then_some(s);
-            }
-            "--db" => o.db = Some(value(&a)?),
+            "--serve" => common::serve(Location::parse(&args.text(&a)?)?, store::FeedbackPolicy::default()),
+            "--replicas" => o.replicas = args.value(&a)?,
+            "--writers" => o.writers = args.value(&a)?,
+            "--seconds" => o.seconds = args.value(&a)?,
+            "--kill-after-secs" => o.kill_after = Some(args.value::<u64>(&a)?).filter(|&s| s > 0),
+            "--db" => o.db = Some(args.text(&a)?),
             "--small" => o.small = true,
-            "-h" | "--help" => {
-                println!("oomdoc-replicas-bench [--replicas 2] [--writers 32] [--seconds 10] [--kill-after-secs 5 (0: none)] [--small] [--db postgres://…]");
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument `{other}`")),
+            other => return Err(args.unknown(other)),
         }
     }
     if o.replicas == 0 || o.writers == 0 {
@@ -158,13 +146,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 fn main() {
-    let o = match parse_args() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("oomdoc-replicas-bench: {e}");
-            std::process::exit(2);
-        }
-    };
+    let o = common::or_exit("oomdoc-replicas-bench", parse_args());
     let _cluster;
     let url = match &o.db {
         Some(url) => url.clone(),

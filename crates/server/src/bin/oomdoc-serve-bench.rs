@@ -7,6 +7,8 @@
 //! Scenarios: `POST /api/v1/diagnose` with a 10 KB log holding one real failure, and
 //! `GET /kb/{id}`. Prints requests per second and latency percentiles per scenario.
 
+mod common;
+
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use oomdoc_kb::KnowledgeBase;
@@ -30,30 +32,25 @@ struct Options {
 
 fn parse_args() -> Result<Options, String> {
     let mut o = Options { addr: None, connections: 32, requests: 20_000, max_seconds: 20, client_threads: 1, server_workers: 2 };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+    let mut args = common::Args::new(
+        "oomdoc-serve-bench [--addr 127.0.0.1:PORT] [--connections 32] [--requests 20000] [--max-seconds 20] \
+         [--client-threads 1] [--server-workers 2]",
+    );
+    while let Some(a) = args.next_flag() {
         match a.as_str() {
             "--addr" => {
-                let addr: SocketAddr = value("--addr")?.parse().map_err(|e| format!("--addr: {e}"))?;
+                let addr: SocketAddr = args.value(&a)?;
                 if !addr.ip().is_loopback() {
                     return Err("--addr must be a loopback address".into());
                 }
                 o.addr = Some(addr);
             }
-            "--connections" => o.connections = value(&a)?.parse().map_err(|e| format!("{a}: {e}"))?,
-            "--requests" => o.requests = value(&a)?.parse().map_err(|e| format!("{a}: {e}"))?,
-            "--max-seconds" => o.max_seconds = value(&a)?.parse().map_err(|e| format!("{a}: {e}"))?,
-            "--client-threads" => o.client_threads = value(&a)?.parse().map_err(|e| format!("{a}: {e}"))?,
-            "--server-workers" => o.server_workers = value(&a)?.parse().map_err(|e| format!("{a}: {e}"))?,
-            "-h" | "--help" => {
-                println!(
-                    "oomdoc-serve-bench [--addr 127.0.0.1:PORT] [--connections 32] [--requests 20000] \
-                     [--max-seconds 20] [--client-threads 1] [--server-workers 2]"
-                );
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument `{other}`")),
+            "--connections" => o.connections = args.value(&a)?,
+            "--requests" => o.requests = args.value(&a)?,
+            "--max-seconds" => o.max_seconds = args.value(&a)?,
+            "--client-threads" => o.client_threads = args.value(&a)?,
+            "--server-workers" => o.server_workers = args.value(&a)?,
+            other => return Err(args.unknown(other)),
         }
     }
     Ok(o)
@@ -180,13 +177,7 @@ fn percentile(sorted: &[u32], p: f64) -> f64 {
 }
 
 fn main() {
-    let o = match parse_args() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("oomdoc-serve-bench: {e}");
-            std::process::exit(2);
-        }
-    };
+    let o = common::or_exit("oomdoc-serve-bench", parse_args());
     let _dir;
     let mut _server = None;
     let addr = match o.addr {

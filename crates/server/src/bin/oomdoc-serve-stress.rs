@@ -17,6 +17,8 @@
 //! Prints the server's peak RSS (VmHWM), peak open descriptors, the statuses seen, and the
 //! upload directories left in the temp dir at the end (must be zero).
 
+mod common;
+
 use std::{
     io::{Read, Write},
     net::{SocketAddr, TcpStream},
@@ -49,20 +51,20 @@ fn parse_args() -> Result<Options, String> {
         analysis_memory_mib: 4096,
         max_connections: 512,
     };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let v = args.next().ok_or_else(|| format!("{a} needs a value"))?;
-        let n = |v: &str| v.parse::<u64>().map_err(|e| format!("{a}: {e}"));
+    let mut args = common::Args::new(
+        "oomdoc-serve-stress [--dump-mib 32] [--parallel-dumps 3] [--empty-files 1000000] [--slow-clients 10000] \
+         [--slow-seconds 14] [--analysis-memory-mib 4096] [--max-connections 512]",
+    );
+    while let Some(a) = args.next_flag() {
         match a.as_str() {
-            "--dump-mib" => o.dump_mib = n(&v)? as usize,
-            "--parallel-dumps" => o.parallel_dumps = n(&v)? as usize,
-            "--empty-files" => o.million = n(&v)? as usize,
-            "--slow-clients" => o.slow_clients = n(&v)? as usize,
-            "--slow-seconds" => o.slow_seconds = n(&v)?,
-            "--analysis-memory-mib" => o.analysis_memory_mib = n(&v)?,
-            "--max-connections" => o.max_connections = n(&v)? as usize,
-            "--serve" => return Err("internal".into()),
-            other => return Err(format!("unknown argument `{other}`")),
+            "--dump-mib" => o.dump_mib = args.value(&a)?,
+            "--parallel-dumps" => o.parallel_dumps = args.value(&a)?,
+            "--empty-files" => o.million = args.value(&a)?,
+            "--slow-clients" => o.slow_clients = args.value(&a)?,
+            "--slow-seconds" => o.slow_seconds = args.value(&a)?,
+            "--analysis-memory-mib" => o.analysis_memory_mib = args.value(&a)?,
+            "--max-connections" => o.max_connections = args.value(&a)?,
+            other => return Err(args.unknown(other)),
         }
     }
     Ok(o)
@@ -515,13 +517,7 @@ fn main() {
     if argv.get(1).map(String::as_str) == Some("--serve") {
         serve_child(&argv[2..]);
     }
-    let o = match parse_args() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("oomdoc-serve-stress: {e}");
-            std::process::exit(2);
-        }
-    };
+    let o = common::or_exit("oomdoc-serve-stress", parse_args());
     let nofile = std::fs::read_to_string("/proc/self/limits")
         .ok()
         .and_then(|l| {
