@@ -541,12 +541,26 @@ fn run_attributes_a_worker_killed_within_milliseconds() {
     }
     let d = temp_dir("run-quick-worker");
     let rep = d.join("r.json");
-    // The worker asks for 512 MiB at once: killed within milliseconds of starting.
+    // The launcher says which limit its own cgroup states (a program that sizes itself
+    // from it must see the same one); its worker asks for 512 MiB at once: killed within
+    // milliseconds of starting.
+    let launcher = d.join("launch.sh");
+    std::fs::write(
+        &launcher,
+        "for f in $(awk -F: '$2 == \"memory\" { print \"/sys/fs/cgroup/memory\" $3 \"/memory.limit_in_bytes\" } $1 == \"0\" { print \"/sys/fs/cgroup\" $3 \"/memory.max\" }' /proc/self/cgroup); do\n\
+         [ -f \"$f\" ] && echo \"own limit $(cat \"$f\")\" && break\n\
+         done\n\
+         python3 -c 'b = bytearray(512 << 20)'\n\
+         echo worker died >&2\n\
+         exit 1\n",
+    )
+    .unwrap();
     let job = format!(
-        "echo $$ > '{}' && exec '{}' run --no-pty --report '{}' -- sh -c \"python3 -c 'b = bytearray(512 << 20)'; echo worker died >&2; exit 1\"",
+        "echo $$ > '{}' && exec '{}' run --no-pty --report '{}' -- sh '{}'",
         cg.join("cgroup.procs").display(),
         env!("CARGO_BIN_EXE_oomdoc"),
-        rep.display()
+        rep.display(),
+        launcher.display()
     );
     let out = Command::new("sh").arg("-c").arg(&job).env("NO_COLOR", "1").output().unwrap();
     let leftover: Vec<_> = std::fs::read_dir(&cg).map(|r| r.flatten().filter(|e| e.path().is_dir()).map(|e| e.path()).collect()).unwrap_or_default();
@@ -558,6 +572,8 @@ fn run_attributes_a_worker_killed_within_milliseconds() {
     assert_eq!(f["confidence"], "certain", "{f}");
     assert!(f["headline"].as_str().unwrap().contains("a process of the job was killed by the OOM killer"), "{f}");
     assert_eq!(f["details"]["job_cgroup_oom_kill"], 1, "{f}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(&format!("own limit {}", 64u64 << 20)), "the job's own cgroup states the limit: {stdout}");
 }
 
 // ------------------------------------------------------------------------------ mcp

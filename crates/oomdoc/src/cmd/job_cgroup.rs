@@ -9,7 +9,9 @@
 //!
 //! Made only where it changes nothing else: cgroup v1 with `memory.use_hierarchy` 1 (the
 //! parent's limit still holds for the child), or cgroup v2 where the memory controller
-//! reaches the new child (its `memory.events` exists). Anywhere else (no permission, v1
+//! reaches the new child (its `memory.events` exists). The child gets the smallest limit of
+//! its parents as its own, so a program that reads its limit from its own cgroup (a JVM,
+//! a memory-aware data loader) sees the same number as before. Anywhere else (no permission, v1
 //! without hierarchy, v2 with the controller not delegated) there is none, and `run`
 //! attributes kills by the sampled process tree as before.
 
@@ -30,8 +32,9 @@ pub struct JobCgroup {
 
 impl JobCgroup {
     /// A new child of `parent` (our own memory cgroup), or None where that is not possible
-    /// or would change the job's limits.
-    pub fn create(parent: &Path, events: &'static str, key: &'static str) -> Option<JobCgroup> {
+    /// or would change the job's limits. `limit`: the smallest limit of `parent` and its
+    /// parents, and the file it is read from (`memory.max`, `memory.limit_in_bytes`).
+    pub fn create(parent: &Path, events: &'static str, key: &'static str, limit: Option<(u64, &Path)>) -> Option<JobCgroup> {
         let v1 = events == "memory.oom_control";
         if v1 && std::fs::read_to_string(parent.join("memory.use_hierarchy")).ok()?.trim() != "1" {
             return None;
@@ -43,6 +46,10 @@ impl JobCgroup {
         let made = JobCgroupDir(dir.clone());
         if !dir.join(events).exists() {
             return None;
+        }
+        if let Some((bytes, file)) = limit {
+            let name = file.file_name()?;
+            std::fs::write(dir.join(name), bytes.to_string()).ok()?;
         }
         let procs = std::fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs")).ok()?;
         std::mem::forget(made);

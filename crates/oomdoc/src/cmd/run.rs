@@ -515,7 +515,10 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
     let stdin_fg = unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) == libc::getpgrp() };
     // The job's own memory cgroup where one can be made: its OOM kills are then told from
     // others' however fast its processes come and go.
-    let job_cgroup = memory_cgroup().and_then(|(dir, events, key, _)| super::job_cgroup::JobCgroup::create(&dir, events, key));
+    let before = KernelState::read();
+    let job_cgroup = memory_cgroup().and_then(|(dir, events, key, _)| {
+        super::job_cgroup::JobCgroup::create(&dir, events, key, before.limit.as_ref().map(|(b, f)| (*b, f.as_path())))
+    });
     let cgroup_fd = job_cgroup.as_ref().map(|c| c.procs_fd());
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
@@ -536,7 +539,6 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
         install(sig, forward_signal);
     }
-    let before = KernelState::read();
     let started = Instant::now();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
