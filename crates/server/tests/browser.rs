@@ -232,6 +232,32 @@ fn paste_a_log_open_an_entry_in_both_languages_and_submit_feedback() {
     assert_eq!(r, Some(2), "the cross-site post stored nothing");
 }
 
+/// Newcomer report P8: a diagnosis the user chose to keep has its own address, which the
+/// browser lands on after the post, and which shows the same diagnosis when reloaded or
+/// opened afresh (a link sent to a colleague).
+#[test]
+fn a_kept_diagnosis_can_be_reloaded_and_linked() {
+    let Some(browser) = Browser::start() else { return };
+    let (log, expected_id, engines) = log_and_engines();
+    let server = TestServer::start(engines);
+    let base = format!("http://{}", server.addr());
+    browser.goto(&format!("{base}/"));
+    browser.paste_into("#log", &log);
+    browser.click("input[name='store_log']");
+    browser.click("#diagnose-submit");
+    browser.find(&format!("section.finding[data-finding='{expected_id}']"));
+    let url = browser.script("return location.href").as_str().unwrap().to_string();
+    let key = url.strip_prefix(&format!("{base}/diagnoses/")).unwrap_or_else(|| panic!("the page has its own address: {url}"));
+    assert_eq!(key.len(), 32, "{url}");
+    assert!(browser.text("p.kept-link").contains(&format!("/diagnoses/{key}")));
+    // Reloaded, and opened afresh: the same diagnosis.
+    browser.script("location.reload(); return 0;");
+    browser.find(&format!("section.finding[data-finding='{expected_id}']"));
+    browser.goto(&url);
+    let e = KnowledgeBase::get().by_id(&expected_id).unwrap();
+    assert!(browser.text("section.finding h2").contains(e.title.en.as_str()));
+}
+
 /// Issue 24: the team page in a browser: totals, a filter typed into the form (the URL
 /// carries it, so the view can be shared), a drill-down link, and the CSV export of the
 /// same selection.
