@@ -572,6 +572,21 @@ fn run_attributes_a_worker_killed_within_milliseconds() {
     assert_eq!(f["confidence"], "certain", "{f}");
     assert!(f["headline"].as_str().unwrap().contains("a process of the job was killed by the OOM killer"), "{f}");
     assert_eq!(f["details"]["job_cgroup_oom_kill"], 1, "{f}");
+
+    // A job cgroup left behind by a run that is over (its job outlived it, or it was
+    // killed) is removed by the next run; one whose oomdoc still runs is not.
+    let cg = common::small_memory_cgroup("stale", 64 << 20).unwrap();
+    let stale = cg.join(format!("oomdoc-run-{}-1", i32::MAX - 1));
+    let live = cg.join(format!("oomdoc-run-{}-1", std::process::id()));
+    std::fs::create_dir(&stale).unwrap();
+    std::fs::create_dir(&live).unwrap();
+    let job = format!("echo $$ > '{}' && exec '{}' run --no-pty -- true", cg.join("cgroup.procs").display(), env!("CARGO_BIN_EXE_oomdoc"));
+    assert!(Command::new("sh").arg("-c").arg(&job).status().unwrap().success());
+    let (stale_left, live_left) = (stale.exists(), live.exists());
+    let _ = std::fs::remove_dir(&live);
+    let _ = std::fs::remove_dir(&stale);
+    let _ = std::fs::remove_dir(&cg);
+    assert!(!stale_left && live_left, "stale removed: {}, live kept: {live_left}", !stale_left);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains(&format!("own limit {}", 64u64 << 20)), "the job's own cgroup states the limit: {stdout}");
 }

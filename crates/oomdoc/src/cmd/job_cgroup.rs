@@ -39,6 +39,7 @@ impl JobCgroup {
         if v1 && std::fs::read_to_string(parent.join("memory.use_hierarchy")).ok()?.trim() != "1" {
             return None;
         }
+        remove_stale(parent);
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
         let name = format!("oomdoc-run-{}-{nanos}", std::process::id());
         let dir = parent.join(&name);
@@ -87,6 +88,24 @@ impl Drop for JobCgroup {
     /// as the kernel requires.
     fn drop(&mut self) {
         let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Removes the empty job cgroups of runs that are over: a run whose job left a process
+/// behind (or that was killed itself) could not remove its own. Only a cgroup whose `oomdoc`
+/// is gone is touched, and the kernel refuses to remove one that still holds a process.
+fn remove_stale(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("oomdoc-run-")).and_then(|r| r.split('-').next()).and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        // SAFETY: kill with signal 0 only asks whether the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            let _ = std::fs::remove_dir(e.path());
+        }
     }
 }
 
