@@ -13,8 +13,8 @@
 //! Ranking uses the outcome counts; the figures are also computed leaving each record's
 //! own thread out of the counts ("held out"), which is what a new thread would see.
 
-use oomdoc_diagnose::advise::{rank, Ranking};
-use oomdoc_diagnose::{diagnose_text, Finding, Options};
+use oomdoc_diagnose::advise::{rank, Evidence, Ranking};
+use oomdoc_diagnose::{diagnose_text, Finding, FixOut, Options};
 use oomdoc_kb::outcomes::{CategoryOutcome, EntryOutcomes, Outcomes};
 use oomdoc_kb::KnowledgeBase;
 use serde::Deserialize;
@@ -123,23 +123,22 @@ impl Figures {
     }
 }
 
+/// The finding's fixes ranked `how` (held out: without this thread's own count).
+fn ranked(r: &Record, f: &Finding, how: Ranking, table: &Outcomes, hold_out: bool) -> Vec<FixOut> {
+    let mut fixes = f.fixes.clone();
+    if let Some(entry) = KnowledgeBase::get().by_id(&f.id) {
+        let mut evidence = Evidence::of(entry, table);
+        if hold_out {
+            evidence.without(&r.category, &r.source_url);
+        }
+        rank(&mut fixes, entry, &evidence, how);
+    }
+    fixes
+}
+
 /// Judge one record's finding, its fixes ranked `how` (held out: without this thread's own count).
 fn judge(r: &Record, f: &Finding, how: Ranking, table: &Outcomes, hold_out: bool) -> Figures {
-    let entry = KnowledgeBase::get().by_id(&f.id);
-    let mut fixes = f.fixes.clone();
-    if let Some(entry) = entry {
-        let mut measured = table.entries.get(&f.id).cloned();
-        if hold_out {
-            if let Some(m) = measured.as_mut() {
-                if let Some(c) = m.categories.get_mut(&r.category) {
-                    if c.links.contains(&r.source_url) {
-                        c.count -= 1;
-                    }
-                }
-            }
-        }
-        rank(&mut fixes, entry, measured.as_ref(), how);
-    }
+    let fixes = ranked(r, f, how, table, hold_out);
     let cats: Vec<&str> = fixes.iter().map(|x| x.category.as_str()).collect();
     let worked = r.category.as_str();
     let ok = |c: &str| c == worked || r.also_ok.iter().any(|a| a == c);
@@ -288,7 +287,7 @@ fn outcomes() {
                 report += &format!("\n{} [{}]{} worked {}: not detected", r.id, r.family, if r.held_out { " held-out" } else { "" }, r.category);
                 continue;
             };
-            let fixes: Vec<String> = f.fixes.iter().map(|x| format!("{}:{}", x.id, x.category)).collect();
+            let fixes: Vec<String> = ranked(r, f, Ranking::Measured, &fresh, !r.held_out).iter().map(|x| format!("{}:{}", x.id, x.category)).collect();
             let dead: Vec<String> = f.dead_ends.iter().map(|x| format!("{}:{}", x.id, x.category)).collect();
             report += &format!(
                 "\n{} [{}]{} worked {} misleading {:?}\n  {} case {}\n  fixes {}\n  dead {}\n  cause {}",
