@@ -179,6 +179,9 @@ fn a_kind_the_corpus_shows_works_often_is_among_the_first_three() {
     let more_ram = f.fixes.iter().find(|x| x.category.as_str() == "bigger-device").unwrap();
     assert_eq!(more_ram.from_family.as_deref(), Some("generic.host-oom"));
     assert!(f.fixes[0].from_family.is_none(), "a borrowed fix never leads: {:?}", fix_ids(&f));
+    let report = diagnose_text("RuntimeError: DataLoader worker (pid ...) is killed by signal: Killed", &Options::default());
+    let text = oomdoc_diagnose::render::text(&report, oomdoc_kb::Lang::En, false);
+    assert!(text.contains("general advice: this failure's entry has no fix of this kind"), "{text}");
 }
 
 /// https://github.com/royorel/Lifespan_Age_Transformation_Synthesis/issues/23 — fixed by a
