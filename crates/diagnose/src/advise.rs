@@ -85,7 +85,7 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
         f.fixes.extend(borrowed);
     }
     let measured = oomdoc_kb::outcomes::for_entry(&entry.id);
-    rank(&mut f.fixes, entry, &Evidence::of(entry, oomdoc_kb::outcomes::outcomes()), Ranking::Measured);
+    rank(&mut f.fixes, entry, &Evidence::embedded(entry), Ranking::Measured);
     if let Some(m) = measured {
         for fx in &mut f.fixes {
             fx.measured = Some(Measured { fixed: m.count(fx.category.as_str()), threads: m.threads });
@@ -158,7 +158,7 @@ fn family_entry(entry: &Entry) -> Option<&'static Entry> {
         "any" => "generic.oom",
         _ => return None,
     };
-    (entry.id != id).then(|| KnowledgeBase::get().by_id(id)).flatten()
+    (entry.id != id).then(|| KnowledgeBase::embedded_by_id(id)).flatten()
 }
 
 /// How fixes that apply are ordered.
@@ -235,10 +235,10 @@ impl Evidence {
     pub fn of(entry: &Entry, table: &OutcomesTable) -> Evidence {
         let group = memory_group(entry.memory_space.as_deref());
         let family = family_of(&entry.id);
-        let kb = KnowledgeBase::get();
         let mut evidence = Evidence { entry: table.entries.get(&entry.id).cloned().unwrap_or_default(), ..Evidence::default() };
         for (id, outcomes) in &table.entries {
-            let in_group = group == "any" || kb.by_id(id).is_some_and(|e| memory_group(e.memory_space.as_deref()) == group);
+            let space = if *id == entry.id { entry.memory_space.as_deref() } else { KnowledgeBase::embedded_memory_space(id) };
+            let in_group = group == "any" || memory_group(space) == group;
             let levels = [(family_of(id) == family, &mut evidence.family), (in_group, &mut evidence.group)];
             for (member, level) in levels {
                 if !member {
@@ -253,6 +253,20 @@ impl Evidence {
             }
         }
         evidence
+    }
+
+    /// The evidence for `entry` in the embedded `kb/outcomes.json`, computed once per entry.
+    pub fn embedded(entry: &Entry) -> std::sync::Arc<Evidence> {
+        static CACHE: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<Evidence>>>> = std::sync::OnceLock::new();
+        let cache = CACHE.get_or_init(Default::default);
+        if let Some(e) = cache.lock().ok().and_then(|c| c.get(&entry.id).cloned()) {
+            return e;
+        }
+        let e = std::sync::Arc::new(Evidence::of(entry, oomdoc_kb::outcomes::outcomes()));
+        if let Ok(mut c) = cache.lock() {
+            c.insert(entry.id.clone(), e.clone());
+        }
+        e
     }
 
     /// The evidence without one thread (what a new thread like it would see).
