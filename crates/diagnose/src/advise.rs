@@ -94,6 +94,7 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
             })
         })
         .collect();
+    list_regressions_to_check(f, lang);
     let measured = oomdoc_kb::outcomes::for_entry(&entry.id);
     rank(&mut f.fixes, entry, measured, Ranking::Measured);
     if let Some(m) = measured {
@@ -160,7 +161,11 @@ fn names_a_mechanism(condition: &str) -> bool {
 /// Order `fixes` (already gated) and number them from 1.
 pub fn rank(fixes: &mut [FixOut], entry: &Entry, measured: Option<&oomdoc_kb::outcomes::EntryOutcomes>, how: Ranking) {
     let position = |id: &str| entry.fixes.iter().position(|f| f.id == id).unwrap_or(usize::MAX);
-    let singled_out = |id: &str| entry.fixes.iter().find(|f| f.id == id).is_some_and(|f| f.when.iter().any(|w| names_a_mechanism(w)));
+    // A known regression whose range holds the version the log prints is singled out by
+    // the log itself.
+    let singled_out = |id: &str| {
+        id.starts_with(REGRESSION_FIX) || entry.fixes.iter().find(|f| f.id == id).is_some_and(|f| f.when.iter().any(|w| names_a_mechanism(w)))
+    };
     if how == Ranking::Measured {
         fixes.sort_by_key(|fx| {
             let fixed = measured.map_or(0, |m| m.count(fx.category.as_str()));
@@ -185,12 +190,68 @@ pub fn rank(fixes: &mut [FixOut], entry: &Entry, measured: Option<&oomdoc_kb::ou
     }
 }
 
+/// The id prefix of a fix from a matched known regression (`regression:<id>`).
+pub const REGRESSION_FIX: &str = "regression:";
+
+/// Known regressions of this finding's failure (`kb/regressions/`) in a package this job
+/// runs: the package names the case's framework or engine, or is one any job may use
+/// (a driver, CUDA, a library under the framework). Ollama bundles llama.cpp at its own
+/// pin, so llama.cpp build ranges say nothing about an Ollama job.
+fn regressions_of(f: &Finding) -> impl Iterator<Item = (&'static oomdoc_kb::regression::Regression, Requirement)> + '_ {
+    oomdoc_kb::regression::regressions().iter().filter(|r| r.entries.iter().any(|e| *e == f.id)).filter_map(move |r| {
+        let req = r.requirement()?;
+        let case = &f.case;
+        let fits = case.frameworks.is_empty()
+            || match req.library.as_str() {
+                "torch" => case.allows_api("pytorch"),
+                "jax" | "jaxlib" => case.has("jax"),
+                "tensorflow" => case.has("tensorflow"),
+                "tensorflow_directml" => case.has("directml"),
+                "llama.cpp" => case.has("llama.cpp") && !case.has("ollama"),
+                engine @ ("vllm" | "tgi" | "ollama" | "sglang" | "comfyui" | "deepspeed") => case.has(engine),
+                _ => true,
+            };
+        fits.then_some((r, req))
+    })
+}
+
+/// When the log prints no version that a known regression of this failure could be
+/// checked against, the fix that suggests another release lists those ranges, so the
+/// user can compare their own version (a release the log rules out is not listed).
+fn list_regressions_to_check(f: &mut Finding, lang: Lang) {
+    let listed: Vec<(&oomdoc_kb::regression::Regression, Requirement)> = regressions_of(f)
+        .filter(|(_, req)| f.case.versions.get(&req.library).is_none_or(|fact| fact.version.is_none() && !rules_out(fact, req)))
+        .take(6)
+        .collect();
+    let Some(fx) = f.fixes.iter_mut().find(|fx| fx.category == oomdoc_kb::FixCategory::UpgradeOrDowngrade) else { return };
+    if listed.is_empty() {
+        return;
+    }
+    let lines: Vec<String> = listed
+        .iter()
+        .map(|(r, _)| match lang {
+            Lang::Zh => format!("{}（{}；改用 {}）", r.affected, r.title.get(lang), r.move_to),
+            _ => format!("{} ({}; move to {})", r.affected, r.title.get(lang), r.move_to),
+        })
+        .collect();
+    let ask = match lang {
+        Lang::Zh => format!("此日志没有打印可核对的版本。以下是此类失败的已知回归，请对照你的版本：{}。", lines.join("；")),
+        _ => format!("This log prints no version to check. Known regressions that cause this failure; compare your version: {}.", lines.join("; ")),
+    };
+    fx.detail = Some(match fx.detail.take() {
+        Some(d) => format!("{d} {ask}"),
+        None => ask,
+    });
+    for (r, _) in &listed {
+        fx.references.extend(r.links.iter().map(|l| RefOut { title: r.title.get(lang).to_string(), url: l.clone() }));
+    }
+}
+
 /// Fixes from `kb/regressions/`: a regression of one of this entry's failures whose
 /// affected range holds a version the log prints (a message-dated range is too coarse).
 fn regressions_for(f: &Finding, lang: Lang) -> Vec<FixOut> {
     let mut out = Vec::new();
-    for r in oomdoc_kb::regression::regressions().iter().filter(|r| r.entries.iter().any(|e| *e == f.id)) {
-        let Some(req) = r.requirement() else { continue };
+    for (r, req) in regressions_of(f) {
         let Some(fact) = f.case.versions.get(&req.library) else { continue };
         if !fact.printed_within(req.at_least.as_ref(), req.below.as_ref()) {
             continue;
@@ -201,7 +262,7 @@ fn regressions_for(f: &Finding, lang: Lang) -> Vec<FixOut> {
             _ => "",
         };
         out.push(FixOut {
-            id: format!("regression:{}", r.id),
+            id: format!("{REGRESSION_FIX}{}", r.id),
             rank: 0,
             category: oomdoc_kb::FixCategory::UpgradeOrDowngrade,
             title: format!("{}{}", r.title.get(lang), reported),

@@ -11,9 +11,11 @@
 //! - reported beside it: a dead end has the category that worked (categories are coarse:
 //!   "empty_cache() will not help" and "stop the other process" are both release-other-memory).
 //! Ranking uses the outcome counts; the figures are also computed leaving each record's
-//! own thread out of the counts ("held out"), which is what a new thread would see.
+//! own thread out of the counts ("held out"), which is what a new thread would see; held
+//! out, a known regression (`kb/regressions/`) whose links name the record's own thread
+//! is dropped too.
 
-use oomdoc_diagnose::advise::{rank, Ranking};
+use oomdoc_diagnose::advise::{rank, Ranking, REGRESSION_FIX};
 use oomdoc_diagnose::{diagnose_text, Finding, Options};
 use oomdoc_kb::outcomes::{CategoryOutcome, EntryOutcomes, Outcomes};
 use oomdoc_kb::KnowledgeBase;
@@ -120,6 +122,10 @@ impl Figures {
 fn judge(r: &Record, f: &Finding, how: Ranking, table: &Outcomes, hold_out: bool) -> Figures {
     let entry = KnowledgeBase::get().by_id(&f.id);
     let mut fixes = f.fixes.clone();
+    if hold_out {
+        // A known regression learnt from this very thread does not count for it either.
+        fixes.retain(|x| !(x.id.starts_with(REGRESSION_FIX) && x.references.iter().any(|l| l.url == r.source_url)));
+    }
     if let Some(entry) = entry {
         let mut measured = table.entries.get(&f.id).cloned();
         if hold_out {
