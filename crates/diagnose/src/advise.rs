@@ -94,7 +94,7 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
             })
         })
         .collect();
-    list_regressions_to_check(f, lang);
+    list_regressions_to_check(f, facts, lang);
     let measured = oomdoc_kb::outcomes::for_entry(&entry.id);
     rank(&mut f.fixes, entry, measured, Ranking::Measured);
     if let Some(m) = measured {
@@ -108,7 +108,7 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
     }
     // A known regression in the range of a version this log prints: moving to another
     // release is the first fix, with its evidence.
-    let known = regressions_for(f, lang);
+    let known = regressions_for(f, facts, lang);
     if !known.is_empty() {
         f.fixes.splice(0..0, known);
         for (i, fx) in f.fixes.iter_mut().enumerate() {
@@ -197,8 +197,12 @@ pub const REGRESSION_FIX: &str = "regression:";
 /// runs: the package names the case's framework or engine, or is one any job may use
 /// (a driver, CUDA, a library under the framework). Ollama bundles llama.cpp at its own
 /// pin, so llama.cpp build ranges say nothing about an Ollama job.
-fn regressions_of(f: &Finding) -> impl Iterator<Item = (&'static oomdoc_kb::regression::Regression, Requirement)> + '_ {
+/// A regression narrower than its entries (`signs`) counts only where the block shows a sign.
+fn regressions_of<'a>(f: &'a Finding, facts: &'a Facts) -> impl Iterator<Item = (&'static oomdoc_kb::regression::Regression, Requirement)> + 'a {
     oomdoc_kb::regression::regressions().iter().filter(|r| r.entries.iter().any(|e| *e == f.id)).filter_map(move |r| {
+        if !r.signs.is_empty() && !facts.regression_signs.contains(&r.id) {
+            return None;
+        }
         let req = r.requirement()?;
         let case = &f.case;
         let fits = case.frameworks.is_empty()
@@ -218,8 +222,8 @@ fn regressions_of(f: &Finding) -> impl Iterator<Item = (&'static oomdoc_kb::regr
 /// When the log prints no version that a known regression of this failure could be
 /// checked against, the fix that suggests another release lists those ranges, so the
 /// user can compare their own version (a release the log rules out is not listed).
-fn list_regressions_to_check(f: &mut Finding, lang: Lang) {
-    let listed: Vec<(&oomdoc_kb::regression::Regression, Requirement)> = regressions_of(f)
+fn list_regressions_to_check(f: &mut Finding, facts: &Facts, lang: Lang) {
+    let listed: Vec<(&oomdoc_kb::regression::Regression, Requirement)> = regressions_of(f, facts)
         .filter(|(_, req)| f.case.versions.get(&req.library).is_none_or(|fact| fact.version.is_none() && !rules_out(fact, req)))
         .take(6)
         .collect();
@@ -249,9 +253,9 @@ fn list_regressions_to_check(f: &mut Finding, lang: Lang) {
 
 /// Fixes from `kb/regressions/`: a regression of one of this entry's failures whose
 /// affected range holds a version the log prints (a message-dated range is too coarse).
-fn regressions_for(f: &Finding, lang: Lang) -> Vec<FixOut> {
+fn regressions_for(f: &Finding, facts: &Facts, lang: Lang) -> Vec<FixOut> {
     let mut out = Vec::new();
-    for (r, req) in regressions_of(f) {
+    for (r, req) in regressions_of(f, facts) {
         let Some(fact) = f.case.versions.get(&req.library) else { continue };
         if !fact.printed_within(req.at_least.as_ref(), req.below.as_ref()) {
             continue;
