@@ -281,10 +281,10 @@ fn outcomes() {
     assert!(m.harmful * 100 <= m.detected * CEILING_HARMFUL_PCT, "harmful first fix in {} of {}", m.harmful, m.detected);
 }
 
-// Measured 2026-11-26 on 303 records (held out): detected 258 (85%), fix 1 143 (55%), among
-// fixes 1-3 198 (77%), harmful first fix 23 (9%). The floors sit two or three points below so
+// Measured 2026-11-26 on 303 records (held out): detected 258 (85%), fix 1 144 (56%), among
+// fixes 1-3 201 (78%), harmful first fix 22 (9%). The floors sit two or three points below so
 // that records added to the corpus do not fail the test by themselves; worse advice does.
 const FLOOR_DETECTED_PCT: u32 = 83;
 const FLOOR_FIX1_PCT: u32 = 53;
-const FLOOR_TOP3_PCT: u32 = 74;
-const CEILING_HARMFUL_PCT: u32 = 11;
+const FLOOR_TOP3_PCT: u32 = 75;
+const CEILING_HARMFUL_PCT: u32 = 10;
