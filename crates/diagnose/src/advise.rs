@@ -194,8 +194,8 @@ pub fn rank(fixes: &mut [FixOut], entry: &Entry, measured: Option<&oomdoc_kb::ou
 pub const REGRESSION_FIX: &str = "regression:";
 
 /// Known regressions of this finding's failure (`kb/regressions/`) in a package this job
-/// runs: the package names the case's framework or engine, or is one any job may use
-/// (a driver, CUDA, a library under the framework). Ollama bundles llama.cpp at its own
+/// runs: the log prints its version, the package names the case's framework or engine, or
+/// it is one any job may use (a driver, CUDA, a library under the framework). Ollama bundles llama.cpp at its own
 /// pin, so llama.cpp build ranges say nothing about an Ollama job.
 /// A regression narrower than its entries (`signs`) counts only where the block shows a sign.
 fn regressions_of<'a>(f: &'a Finding, facts: &'a Facts) -> impl Iterator<Item = (&'static oomdoc_kb::regression::Regression, Requirement)> + 'a {
@@ -205,13 +205,18 @@ fn regressions_of<'a>(f: &'a Finding, facts: &'a Facts) -> impl Iterator<Item = 
         }
         let req = r.requirement()?;
         let case = &f.case;
+        // A package whose version the log prints is one this job has (an engine's banner may
+        // be far from the failure's block, which then names no engine).
+        let printed = case.versions.get(&req.library).is_some_and(|v| v.version.is_some());
+        let ollama_job = case.has("ollama") || case.versions.contains_key("ollama");
         let fits = case.frameworks.is_empty()
+            || (printed && !(req.library == "llama.cpp" && ollama_job))
             || match req.library.as_str() {
                 "torch" => case.allows_api("pytorch"),
                 "jax" | "jaxlib" => case.has("jax"),
                 "tensorflow" => case.has("tensorflow"),
                 "tensorflow_directml" => case.has("directml"),
-                "llama.cpp" => case.has("llama.cpp") && !case.has("ollama"),
+                "llama.cpp" => case.has("llama.cpp") && !ollama_job,
                 engine @ ("vllm" | "tgi" | "ollama" | "sglang" | "comfyui" | "deepspeed") => case.has(engine),
                 _ => true,
             };

@@ -166,6 +166,16 @@ fn a_version_printed_at_the_start_matches_a_known_regression() {
     assert!(!other.detail.as_deref().unwrap_or("").contains("ollama>=0.1.30"), "{:?}", other.detail);
 }
 
+/// https://github.com/ollama/ollama/issues/4354 — models that loaded on 0.1.32 failed to
+/// allocate the compute buffer on 0.1.33-0.1.36 (ROCm). The runner's lines (verbatim) do not
+/// name Ollama; the server's start line, far above, prints its version.
+#[test]
+fn an_engine_named_only_by_its_banner_still_gets_its_regression() {
+    let runner = "llama_kv_cache_init:      ROCm0 KV buffer size =  7182.00 MiB\nllama_new_context_with_model: KV self size  = 7182.00 MiB, K (f16): 3591.00 MiB, V (f16): 3591.00 MiB\nllama_new_context_with_model:  ROCm_Host  output buffer size =     1.98 MiB\nggml_backend_cuda_buffer_type_alloc_buffer: allocating 573.07 MiB on device 0: cudaMalloc failed: out of memory\nggml_gallocr_reserve_n: failed to allocate ROCm0 buffer of size 600903680\nllama_new_context_with_model: failed to allocate compute buf";
+    let f = first(&ollama_log("0.1.34", runner));
+    assert_eq!(f.fixes[0].id, "regression:ollama.0-1-33-rocm-compute-buffer", "{:?} {:?}", fix_ids(&f), f.case);
+}
+
 /// With no version in the log, the fix that suggests another release lists the known
 /// ranges to compare with, and is not put first on that account.
 #[test]
