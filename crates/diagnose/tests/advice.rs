@@ -220,6 +220,21 @@ fn a_narrow_regression_needs_its_sign_in_the_block() {
     assert!(!fix_ids(&f).iter().any(|id| id.starts_with("regression:")), "{:?}", fix_ids(&f));
 }
 
+/// TGI 3.0-3.2 left 5-7% of free memory outside the KV cache (text-generation-inference
+/// commits a04356fb, eb3df0f4, 39cfe232, read at tags). The image tag on the `docker run`
+/// line prints the release; the server's traceback frame is the record's sign. (PyTorch's
+/// message from pytorch/pytorch#121580.)
+#[test]
+fn a_tgi_release_from_its_image_tag() {
+    let msg = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.10 GiB of which 11.62 MiB is free. Of the allocated memory 77.31 GiB is allocated by PyTorch, and 36.19 MiB is reserved by PyTorch but unallocated.";
+    let frame = "  File \"/opt/conda/lib/python3.11/site-packages/text_generation_server/models/flash_causal_lm.py\", line 1957, in forward";
+    let f = first(&format!("docker run --gpus all --shm-size 1g -p 8080:80 ghcr.io/huggingface/text-generation-inference:3.0.1 --model-id meta-llama/Llama-3.1-70B-Instruct --num-shard 4\n{frame}\n{msg}"));
+    assert_eq!(f.case.versions["tgi"].version.as_deref(), Some("3.0.1"));
+    assert_eq!(f.fixes[0].id, "regression:tgi.3-0-kv-headroom", "{:?}", fix_ids(&f));
+    let f = first(&format!("docker run --gpus all ghcr.io/huggingface/text-generation-inference:3.3.0 --model-id m\n{frame}\n{msg}"));
+    assert!(!fix_ids(&f).iter().any(|id| id.starts_with("regression:")), "{:?}", fix_ids(&f));
+}
+
 /// https://github.com/pytorch/pytorch/issues/105280 — ROCm 5.6 CI OOMs reporting more free
 /// memory than the GPU has stopped when the nodes got the matching KFD driver.
 #[test]
@@ -227,6 +242,7 @@ fn more_free_than_the_device_has_is_a_driver_mismatch() {
     let f = first("torch.cuda.OutOfMemoryError: HIP out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacty of 31.98 GiB of which 131065.27 GiB is free. Of the allocated memory 24.00 GiB is allocated by PyTorch, and 2.00 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_HIP_ALLOC_CONF");
     assert_eq!((f.fixes[0].id.as_str(), f.fixes[0].category.as_str()), ("matching-driver", "upgrade-or-downgrade"), "{:?}", fix_ids(&f));
     assert!(f.cause.as_deref().unwrap().contains("more than the device has"), "{:?}", f.cause);
+}
 
 fn first_three_kinds(f: &Finding) -> Vec<&str> {
     let mut kinds: Vec<&str> = Vec::new();
