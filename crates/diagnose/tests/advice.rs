@@ -235,6 +235,18 @@ fn a_tgi_release_from_its_image_tag() {
     assert!(!fix_ids(&f).iter().any(|id| id.starts_with("regression:")), "{:?}", fix_ids(&f));
 }
 
+/// PyTorch 2.9.1's release notes track a memory regression of bfloat16 `F.conv3d` in 2.9.0
+/// (pytorch#166643): a 3D convolution on 2.9.0 (`collect_env`'s line) gets the release first.
+#[test]
+fn a_tracked_pytorch_regression_from_collect_env() {
+    let msg = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.10 GiB of which 11.62 MiB is free. Of the allocated memory 77.31 GiB is allocated by PyTorch, and 36.19 MiB is reserved by PyTorch but unallocated.";
+    let frame = "  File \"/usr/local/lib/python3.12/site-packages/torch/nn/modules/conv.py\", line 717, in _conv_forward\n    return F.conv3d(";
+    let f = first(&format!("PyTorch version: 2.9.0+cu128\n{frame}\n{msg}"));
+    assert_eq!(f.fixes[0].id, "regression:torch.2-9-0-conv3d-bf16", "{:?}", fix_ids(&f));
+    let f = first(&format!("PyTorch version: 2.9.1+cu128\n{frame}\n{msg}"));
+    assert!(!fix_ids(&f).iter().any(|id| id.starts_with("regression:")), "{:?}", fix_ids(&f));
+}
+
 /// https://github.com/pytorch/pytorch/issues/105280 — ROCm 5.6 CI OOMs reporting more free
 /// memory than the GPU has stopped when the nodes got the matching KFD driver.
 #[test]
