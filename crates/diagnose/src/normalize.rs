@@ -217,6 +217,24 @@ fn starts_record(t: &str) -> bool {
     if STARTS.iter().any(|s| t.starts_with(s)) {
         return true;
     }
+    // A line that opens with a date is a log record of its own (`2024-Jul-30 14:22:30.24 ...` of the
+    // Neuron runtime, `2023-12-26T08:37:54Z ...`), even when no prefix rule strips it.
+    let b = t.as_bytes();
+    if b.len() > 5 && b[..4].iter().all(u8::is_ascii_digit) && matches!(b[4], b'-' | b'/') {
+        return true;
+    }
+    // A bracketed time stamp (`[11/10/2023-06:30:40] [TRT] ...`), or a one-letter level and a
+    // tag (`E RKNN: ...`, `I rkllm: ...`, Android's `E/RKNN: ...`).
+    if b.len() > 2 && b[0] == b'[' && b[1].is_ascii_digit() {
+        return true;
+    }
+    if b.len() > 3 && matches!(b[0], b'V' | b'D' | b'I' | b'W' | b'E' | b'F') && matches!(b[1], b' ' | b'/') {
+        let tag = &t[2..];
+        let end = tag.find(':').unwrap_or(0);
+        if end > 0 && tag[..end].bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-') {
+            return true;
+        }
+    }
     // `RuntimeError: ...`, `jaxlib.xla_extension.XlaRuntimeError: ...`
     let head: &str = t.split([':', ' ']).next().unwrap_or("");
     head.len() > 3 && (head.ends_with("Error") || head.ends_with("Exception") || head.ends_with("OutOfResources"))
