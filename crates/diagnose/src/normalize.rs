@@ -228,6 +228,15 @@ fn starts_record(t: &str) -> bool {
     if b.len() > 2 && b[0] == b'[' && b[1].is_ascii_digit() {
         return true;
     }
+    // A bracketed tag opening the line (`[BMRT][load_bmodel:1573] ...`, `[bmlib_memory][error] ...`).
+    if b.len() > 3 && b[0] == b'[' {
+        if let Some(close) = t[1..].find(']') {
+            let tag = &t[1..1 + close];
+            if (2..=40).contains(&tag.len()) && tag.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b':' | b' ')) {
+                return true;
+            }
+        }
+    }
     if b.len() > 3 && matches!(b[0], b'V' | b'D' | b'I' | b'W' | b'E' | b'F') && matches!(b[1], b' ' | b'/') {
         let tag = &t[2..];
         let end = tag.find(':').unwrap_or(0);
@@ -297,6 +306,17 @@ mod tests {
         assert!(f.text.contains("from device: CUDA_ERROR_OUT_OF_MEMORY"), "{}", f.text);
         assert_eq!(f.line_at(f.text.find("CUDA_ERROR").unwrap()), 2);
         assert_eq!(f.line_at(f.text.find("next").unwrap()), 3);
+    }
+
+    #[test]
+    fn records_that_open_a_line_are_never_wrap_tails() {
+        // A long line is followed by log records with no prefix rule of their own (sophgo/LLM-TPU#8,
+        // airockchip/rknn-llm#335, huggingface/optimum-neuron#668): each stays on its own line.
+        let long = "[BMRT][load_bmodel:1573] INFO:Loading bmodel from [../../bmodels/rwkv6-1b5_bf16_1dev.bmodel]. Thanks for your patience...";
+        for next in ["[bmlib_memory][error] bm_alloc_gmem failed, dev_id = 0", "E RKNN: [09:40:45.140] failed to malloc npu memory", "E/RKNN: failed to allocate handle", "2024-Jul-30 14:22:30.261865 65191:65191 ERROR  TDRV:dml_dump"] {
+            let lines = vec![clean_line(1, long.as_bytes()), clean_line(2, next.as_bytes())];
+            assert!(flatten(&lines).text.contains(&format!("\n{next}")), "{next}");
+        }
     }
 
     #[test]

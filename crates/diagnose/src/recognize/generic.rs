@@ -99,13 +99,19 @@ pub const TRIGGERS: &[&str] = &[
     "MALLOC_FAIL",
     // OpenCL's enqueue calls print their status right after the call: `clEnqueueNDRangeKernel (-4)`.
     "clEnqueue",
+    // Sophgo's bmlib (`bm_alloc_gmem failed`), "Alloc Device Memory Failed", ExLlama's
+    // "Insufficient VRAM for model and cache" (claimed by its own grammar in `misc.rs`).
+    "alloc_gmem",
+    "Memory Failed",
+    "memory failed",
+    "for model and cache",
     "insufficient system memory",
 ]; 
 
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
 grammar!(
     strong,
-    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?memory|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|memory allocation of \d+ bytes failed|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b"
+    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)\b|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|memory allocation of \d+ bytes failed|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b"
 );
 // What makes the line an error report, before the phrase.
 grammar!(
@@ -128,7 +134,9 @@ grammar!(line_start_phrase, r#"(?i)^(?:[\s>*`"'\[\]\w:./-]|\p{So}){0,40}?(?:out 
 // `bytes`) are read here: a bare number next to "allocate" may count elements or blocks.
 const SZU: &str = r"[0-9][0-9,]*(?:\.[0-9]+)?\s?(?:[KMGTPE]i?B|[KMGTPE]|B|bytes?)\b";
 grammar!(requested, &r"(?i)(?:allocat(?:e|ing|ion)|\bmap|request(?:ed|ing)?|need(?:s|ed)?|require[sd]?)(?: (?:a|an|the|additional))?(?: (?:buffer|tensor|memory|block|chunk|array|region|data))?(?: (?:of|for|with))?(?: size)?(?:\s*[=:(]\s*|\s*)(?P<v>0x[0-9a-fA-F]+|{SZU})".replace("{SZU}", SZU));
-grammar!(size_eq, r"(?i)\bsize[ ]?[=:]{1,2}[ ]?(?P<v>\d[\d,]*)\b");
+// `size = 0x639c00` (hex, exact), `size=16777216`, and `size  419795968` (a bare count of five
+// digits or more after the word: a batch "size 32" is not bytes).
+grammar!(size_eq, r"(?i)\bsize(?:[ ]?[=:]{1,2}[ ]?(?P<v>0x[0-9a-fA-F]+\b|\d[\d,]*\b)|[ ]+(?P<w>\d{5,})\b)");
 // "Failed to alloc DEVICE memory: 10485760": the count after "memory:" in a failed allocation is its bytes.
 grammar!(memory_eq, r"(?i)\bmemory\s?[=:]\s?(?P<v>\d{4,})(?P<u>\s?(?:[KMGTPE]i?B|bytes?|B)\b)?");
 // "(260.3 MiB/476.8 MiB used)": what is in use of a budget, both with units.
@@ -153,7 +161,7 @@ grammar!(
 // Host by default: Python's MemoryError, C++ bad_alloc, errno ENOMEM, unless a device is named.
 // Rust's std::alloc::handle_alloc_error prints "memory allocation of N bytes failed" for the heap.
 grammar!(w_host_weak, r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b|(?i:memory allocation of \d+ bytes failed)|Out of Memory Error:|\bOutOfMemoryException\b|\bArrowMemoryError\b");
-grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|(?i:\bdevice memory\b)|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bRMM_\w+|\bDirectML\b|\bDML\b|\bVulkan\b|\bPT_DEVMEM\b|\bHPU\b|\bhpu\b|\bGaudi\b|\bhabana\w*|(?i:\b(?:npu|video|graphics|dedicated)[ _]memory\b)|\bpoplar\w*|\bpopart\b|\bIPU\b");
+grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|(?i:\bdevice memory\b)|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bRMM_\w+|\bDirectML\b|\bDML\b|\bVulkan\b|\bPT_DEVMEM\b|\bHPU\b|\bhpu\b|\bGaudi\b|\bhabana\w*|(?i:\b(?:npu|video|graphics|dedicated)[ _]memory\b)|\bpoplar\w*|\bpopart\b|\bIPU\b|\bdev_id\b|(?:\b|_)gmem\b|\bbmlib\w*|\bXRT\w*|\bxrt\w*");
 
 grammar!(
     other_cause,
@@ -198,7 +206,10 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         if prose().is_match(sentence_of(line, m.start() - ls, m.end() - ls)) || code().is_match(message_part(line, m.start() - ls)) {
             continue;
         }
-        if operators().is_match(line) && !error_marker().is_match(before) {
+        // Code operators count in the phrase's own sentence: "Expected ret == 0 to be true, but got
+        // false. Alloc Device Memory Failed!" is a check's report, then the failure.
+        let sentence = sentence_of(line, m.start() - ls, m.end() - ls);
+        if operators().is_match(sentence) && !error_marker().is_match(before) {
             continue;
         }
         // "failed to allocate …: invalid argument": the call failed, and it says why, for
@@ -564,10 +575,14 @@ fn sizes(msg: &str, h: &mut Hit) {
         }
     }
     if h.get(SizeKey::Requested).is_none() {
-        if let Some(c) = size_eq().captures(msg) {
-            let digits: String = c["v"].chars().filter(|ch| ch.is_ascii_digit()).collect();
-            if let Ok(b) = digits.parse::<u64>() {
-                h.bytes(SizeKey::Requested, b, c["v"].to_string());
+        if let Some(v) = size_eq().captures(msg).and_then(|c| c.name("v").or(c.name("w"))) {
+            let v = v.as_str();
+            let bytes = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+                Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                None => v.chars().filter(|ch| ch.is_ascii_digit()).collect::<String>().parse::<u64>().ok(),
+            };
+            if let Some(b) = bytes {
+                h.bytes(SizeKey::Requested, b, v.to_string());
             }
         }
     }

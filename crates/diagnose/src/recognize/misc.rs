@@ -1,5 +1,6 @@
 //! Everything else: Tenstorrent's L1 allocator, Hugging Face accelerate's batch-size finder,
-//! DeepSpeed-Inference's workspace, TVM's planned storage regions (MLC-LLM), FlashInfer's workspace allocator (host-side OOMs live in `host.rs`, serving engines in
+//! DeepSpeed-Inference's workspace, TVM's planned storage regions (MLC-LLM), ExLlama's auto-split,
+//! FlashInfer's workspace allocator (host-side OOMs live in `host.rs`, serving engines in
 //! `serving.rs`).
 
 use super::{has, window_before, Hit};
@@ -41,7 +42,21 @@ grammar!(ds_tokens, r"Allocatable workspace available \((?P<avail>-?\d+) tokens\
 grammar!(tvm_region, r"storage allocation failure, attempted to allocate (?P<req>\d+) at offset (?P<off>\d+) in region that is (?P<size>\d+)\s*bytes");
 grammar!(tvm_thrust, r"Check failed: \(result\) is false: Failed to allocate (?P<req>\d+) bytes with alignment (?P<align>\d+) bytes");
 
+// ExLlamaV2 `model.py` load_autosplit / ExLlamaV3 `model/model_ls.py`: each module that hits a CUDA or
+// HIP out-of-memory error moves to the next GPU; past the last one they raise this.
+grammar!(exllama_split, r"Insufficient VRAM (?:in split )?for model and cache");
+
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
+    if has(t, "for model and cache") {
+        for m in exllama_split().find_iter(t) {
+            let mut h = Hit::new("exllama.insufficient-vram", m.start(), m.end());
+            h.platform = Some(if window_before(t, m.start(), 4000).contains("HIP") { Platform::Rocm } else { Platform::Cuda });
+            h.phase = Some(Phase::Load);
+            h.space("device");
+            h.priority = 10;
+            hits.push(h);
+        }
+    }
     if has(t, "storage allocation failure") || has(t, "bytes with alignment") {
         for (c, thrust) in tvm_region().captures_iter(t).map(|c| (c, false)).chain(tvm_thrust().captures_iter(t).map(|c| (c, true))) {
             let m = c.get(0).unwrap();
