@@ -105,6 +105,8 @@ pub const TRIGGERS: &[&str] = &[
     "Memory Failed",
     "memory failed",
     "for model and cache",
+    // TensorFlow's cuFFT plan failure ("failed to create cuFFT batched plan:2" just before it).
+    "customized allocator",
     "insufficient system memory",
 ]; 
 
@@ -306,7 +308,7 @@ fn runtime_calls() -> &'static [regex::Regex] {
 // `status = 4`, `error code 1455`, `(2 vs. 0)` (a CHECK_EQ against success), `[WinError 8]`.
 grammar!(
     status_value,
-    &r"(?i:\b(?:win)?error|\berr|\berrno|\bstatus|\bres|\bresult|\bcode|\breturned|\brc|\bret|\bfailed|\bfailure)(?: code| number| value)?\s*(?:[:=(]\s*)?(?P<v>-?0[xX][0-9A-Fa-f]{1,8}\b|-?\d{1,10}\b)|\((?P<c>-?\d{1,10}) vs\. 0\)|{ADJ}"
+    &r"(?i:\b(?:win)?error|\berr|\berrno|\bstatus|\bres|\bresult|\bcode|\breturned|\brc|\bret|\bfailed|\bfailure)(?: code| number| value)?\s*(?:[:=(]\s*)?(?P<v>-?0[xX][0-9A-Fa-f]{1,8}\b|-?\d{1,10}\b)|\((?P<c>-?\d{1,10}) vs\. 0\)|{ADJ}|\bfail(?:ed|ure)?\b[^\n:]{1,60}:(?P<f>-?\d{1,10})\b"
         .replace("{ADJ}", CALL_ADJACENT)
 );
 // A negative status right after a runtime's own call, with at most one word between:
@@ -352,7 +354,8 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
     if t.bytes().any(|b| b.is_ascii_digit()) {
         for c in status_value().captures_iter(t) {
             let adjacent = c.name("n").is_some();
-            let Some(v) = c.name("v").or(c.name("c")).or(c.name("n")) else { continue };
+            // `failed to create cuFFT batched plan:2` (TensorFlow's cuda_fft.cc prints the status glued after a colon).
+            let Some(v) = c.name("v").or(c.name("c")).or(c.name("n")).or(c.name("f")) else { continue };
             let Some(value) = vocabulary::parse_value(v.as_str()) else { continue };
             // `error 2.5 s` is a number, not a status.
             if t[v.end()..].starts_with('.') && t[v.end() + 1..].starts_with(|ch: char| ch.is_ascii_digit()) {
@@ -474,7 +477,7 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
         if prose().is_match(line) || listing().is_match(line) || other_cause().is_match(line) {
             continue;
         }
-        if status_value().captures_iter(line).any(|v| v.name("v").or(v.name("c")).or(v.name("n")).and_then(|v| vocabulary::parse_value(v.as_str())).is_some_and(|v| v != 0)) {
+        if status_value().captures_iter(line).any(|v| v.name("v").or(v.name("c")).or(v.name("n")).or(v.name("f")).and_then(|v| vocabulary::parse_value(v.as_str())).is_some_and(|v| v != 0)) {
             continue; // a stated status decides (read above when it is a memory one)
         }
         let call = c.name("call").or(c.name("call2")).map_or("", |m| m.as_str());
@@ -809,6 +812,15 @@ mod tests {
         assert_eq!(h.details["status"].as_str(), Some("VK_ERROR_OUT_OF_DEVICE_MEMORY"));
         // A value that is no member of the runtime's enum says nothing.
         assert!(all("vkAllocateMemory failed -1000072003").is_empty());
+    }
+
+    #[test]
+    fn a_status_glued_after_a_colon() {
+        // tensorflow/tensorflow#8710 (the wording a maintainer quotes): 2 is CUFFT_ALLOC_FAILED.
+        let h = one("failed to create cuFFT batched plan:2").unwrap();
+        assert_eq!((h.details["status"].as_str(), h.platform), (Some("CUFFT_ALLOC_FAILED"), Some(Platform::Cuda)));
+        // jax-ml/jax#5147: 11 is CUFFT_INVALID_DEVICE, not memory.
+        assert!(all("E external/org_tensorflow/tensorflow/stream_executor/cuda/cuda_fft.cc:207] failed to create cuFFT batched plan:11").is_empty());
     }
 
     #[test]
