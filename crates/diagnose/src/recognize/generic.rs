@@ -139,8 +139,9 @@ grammar!(requested, &r"(?i)(?:allocat(?:e|ing|ion)|\bmap|request(?:ed|ing)?|need
 // `size = 0x639c00` (hex, exact), `size=16777216`, and `size  419795968` (a bare count of five
 // digits or more after the word: a batch "size 32" is not bytes).
 grammar!(size_eq, r"(?i)\bsize(?:[ ]?[=:]{1,2}[ ]?(?P<v>0x[0-9a-fA-F]+\b|\d[\d,]*\b)|[ ]+(?P<w>\d{5,})\b)");
-// "Failed to alloc DEVICE memory: 10485760": the count after "memory:" in a failed allocation is its bytes.
-grammar!(memory_eq, r"(?i)\bmemory\s?[=:]\s?(?P<v>\d{4,})(?P<u>\s?(?:[KMGTPE]i?B|bytes?|B)\b)?");
+// "Failed to alloc DEVICE memory: 10485760": the count after "alloc … memory:" is the bytes asked for
+// (not "Free memory: 24564", which may count MiB).
+grammar!(memory_eq, r"(?i)\balloc\w*\s+(?:\w+\s+){0,2}memory\s?[=:]\s?(?P<v>\d{4,})(?P<u>\s?(?:[KMGTPE]i?B|bytes?|B)\b)?");
 // "(260.3 MiB/476.8 MiB used)": what is in use of a budget, both with units.
 grammar!(used_of, &r"\((?P<u>{SZU})\s*/\s*(?P<l>{SZU}) used\)".replace("{SZU}", SZU));
 grammar!(free_sz, &r"(?i)(?P<a>{SZU}) (?:is |are )?(?:free|available)\b|(?:free|available)(?: memory)?(?: is| was)?(?: only)?(?:\s*[=:]\s*|\s*)(?P<b>{SZU})".replace("{SZU}", SZU));
