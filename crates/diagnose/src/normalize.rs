@@ -75,6 +75,10 @@ fn prefix_re() -> &'static Regex {
             r"|\[\d+\]\s",
             // Markdown quotes of a pasted log: "> "
             r"|>\s?",
+            // pytest's failure lines: "E                       ray.exceptions.OutOfMemoryError: ..."
+            r"|E {3,}",
+            // A unified diff's added lines (a log quoted in a pull request): "+    Traceback ..."
+            r"|\+ {2,}",
             r")",
         ))
         .expect("prefix regex")
@@ -132,7 +136,27 @@ pub fn clean_line(line_no: u64, raw: &[u8]) -> CleanLine {
             _ => break,
         }
     }
+    let text = strip_markdown_emphasis(text);
     CleanLine { line_no, text: text.to_string(), raw_len, had_prefix }
+}
+
+/// Markdown around a pasted message: `**Killed**`, `` `zsh: killed  python3 x.py` ``. A
+/// run of one to three `*` or `` ` `` glued to the text at either end of the line is
+/// emphasis or code, not part of the message (`*** Error in ...`, spaced, stays).
+fn strip_markdown_emphasis(text: &str) -> &str {
+    fn marker_len(s: &str) -> usize {
+        s.bytes().take_while(|&b| b == b'*' || b == b'`').count()
+    }
+    let mut t = text;
+    let lead = marker_len(t);
+    if (1..=3).contains(&lead) && t[lead..].starts_with(|c: char| !c.is_whitespace()) {
+        t = &t[lead..];
+    }
+    let trail = t.bytes().rev().take_while(|&b| b == b'*' || b == b'`').count();
+    if (1..=3).contains(&trail) && trail < t.len() && t[..t.len() - trail].ends_with(|c: char| !c.is_whitespace()) {
+        t = &t[..t.len() - trail];
+    }
+    t
 }
 
 /// A log line that carries a whole multi-line message in one escaped string: a
@@ -269,6 +293,17 @@ mod tests {
         assert_eq!(clean("\x1b[31mRuntimeError\x1b[0m: CUDA"), "RuntimeError: CUDA");
         assert_eq!(clean("plain\r"), "plain");
         assert_eq!(clean("  File \"x.py\""), "  File \"x.py\"");
+        assert_eq!(clean("E                       ray.exceptions.OutOfMemoryError: Task"), "ray.exceptions.OutOfMemoryError: Task");
+        assert_eq!(clean("+    ray.exceptions.OutOfMemoryError: Task"), "ray.exceptions.OutOfMemoryError: Task");
+        assert_eq!(clean("+ python3 -u webui.py"), "+ python3 -u webui.py", "a shell trace line keeps its +");
+    }
+
+    #[test]
+    fn strips_markdown_around_a_message() {
+        assert_eq!(clean("**Killed**"), "Killed");
+        assert_eq!(clean("`zsh: killed     python3 horo_chart_tabs.py`"), "zsh: killed     python3 horo_chart_tabs.py");
+        assert_eq!(clean("**OSError: [WinError 1455] x**"), "OSError: [WinError 1455] x");
+        assert_eq!(clean("*** Error in `python': double free or corruption (!prev) ***"), "*** Error in `python': double free or corruption (!prev) ***");
     }
 
     #[test]
