@@ -140,23 +140,33 @@ pub fn clean_line(line_no: u64, raw: &[u8]) -> CleanLine {
     CleanLine { line_no, text: text.to_string(), raw_len, had_prefix }
 }
 
-/// Markdown around a pasted message: `**Killed**`, `` `zsh: killed  python3 x.py` ``. A
-/// run of one to three `*` or `` ` `` glued to the text at either end of the line is
-/// emphasis or code, not part of the message (`*** Error in ...`, spaced, stays).
+/// Markdown around a pasted message: `**Killed**`, `` `zsh: killed  python3 x.py` ``, a bold
+/// block's first or last line (`**OSError: ...`, `... of 0.**`). A run of one to three `*` or
+/// `` ` `` glued to the text is emphasis or code when it pairs with the same run at the other
+/// end, or stands alone (its character occurs nowhere else on the line): `` label = `Buffer` ``
+/// keeps its closing quote, and `*** Error in ...` (spaced) stays.
 fn strip_markdown_emphasis(text: &str) -> &str {
-    fn marker_len(s: &str) -> usize {
-        s.bytes().take_while(|&b| b == b'*' || b == b'`').count()
+    fn is_marker(b: u8) -> bool {
+        b == b'*' || b == b'`'
     }
-    let mut t = text;
-    let lead = marker_len(t);
-    if (1..=3).contains(&lead) && t[lead..].starts_with(|c: char| !c.is_whitespace()) {
-        t = &t[lead..];
+    let lead = text.bytes().take_while(|&b| is_marker(b)).count();
+    let trail = text.bytes().rev().take_while(|&b| is_marker(b)).count();
+    if lead == text.len() {
+        return text;
     }
-    let trail = t.bytes().rev().take_while(|&b| b == b'*' || b == b'`').count();
-    if (1..=3).contains(&trail) && trail < t.len() && t[..t.len() - trail].ends_with(|c: char| !c.is_whitespace()) {
-        t = &t[..t.len() - trail];
+    let lead_ok = (1..=3).contains(&lead) && text[lead..].starts_with(|c: char| !c.is_whitespace());
+    let trail_ok = (1..=3).contains(&trail) && text[..text.len() - trail].ends_with(|c: char| !c.is_whitespace());
+    let inner = |from: usize, to: usize| &text[from..to];
+    if lead_ok && trail_ok && text[..lead] == text[text.len() - trail..] {
+        return inner(lead, text.len() - trail);
     }
-    t
+    if lead_ok && !text[lead..].contains(text.as_bytes()[0] as char) {
+        return inner(lead, text.len());
+    }
+    if trail_ok && !text[..text.len() - trail].contains(text.as_bytes()[text.len() - 1] as char) {
+        return inner(0, text.len() - trail);
+    }
+    text
 }
 
 /// A log line that carries a whole multi-line message in one escaped string: a
@@ -304,6 +314,8 @@ mod tests {
         assert_eq!(clean("`zsh: killed     python3 horo_chart_tabs.py`"), "zsh: killed     python3 horo_chart_tabs.py");
         assert_eq!(clean("**OSError: [WinError 1455] x**"), "OSError: [WinError 1455] x");
         assert_eq!(clean("*** Error in `python': double free or corruption (!prev) ***"), "*** Error in `python': double free or corruption (!prev) ***");
+        assert_eq!(clean("Message:        The node was low on resource: memory. Container x was using 1Ki, which exceeds its request of 0.**"), "Message:        The node was low on resource: memory. Container x was using 1Ki, which exceeds its request of 0.");
+        assert_eq!(clean("      note: label = `Buffer Src`"), "      note: label = `Buffer Src`");
     }
 
     #[test]
