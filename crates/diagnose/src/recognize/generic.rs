@@ -266,13 +266,21 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
 }
 
 /// `before` without the start of the identifier the phrase continues (`pagefault` of
-/// `pagefault_out_of_memory`).
+/// `pagefault_out_of_memory`), unless a part of that identifier is itself an error word: a
+/// status name (`VPI_ERROR_OUT_OF_MEMORY`) marks its own failure.
 fn identifier_head_removed<'a>(before: &'a str, phrase: &str) -> &'a str {
     let glued = phrase.starts_with('_') || before.ends_with(|c: char| c.is_alphanumeric() || c == '_');
     if !glued {
         return before;
     }
-    before.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_')
+    let rest = before.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_');
+    let head = &before[rest.len()..];
+    let marks = head.split('_').any(|w| ["error", "err", "fail", "failed", "failure", "fatal", "exception", "status"].iter().any(|e| w.eq_ignore_ascii_case(e)));
+    if marks {
+        before
+    } else {
+        rest
+    }
 }
 
 // Every member name of the runtimes' status enums, as a whole word.
@@ -698,6 +706,8 @@ mod tests {
         assert!(one("0000000000a1b2c0 T _ZN3c1018OutOfMemoryErrorD0Ev\n0000000000a1b2f0 t handle_out_of_memory").is_none());
         // A name glued to the phrase is no error marker: `pagefault` of `pagefault_out_of_memory`.
         assert!(one("called pagefault_out_of_memory from the fault path").is_none());
+        // A status name carries its own error word: `VPI_ERROR_OUT_OF_MEMORY`.
+        assert!(one("VPI_ERROR_OUT_OF_MEMORY").is_some());
         // A message that names such a function still counts.
         assert!(one("ERROR: out of memory in pagefault_out_of_memory").is_some());
     }

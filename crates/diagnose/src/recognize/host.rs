@@ -16,6 +16,14 @@
 //! - Linux `mm/oom_kill.c`: `Out of memory: Killed process N (comm) total-vm:..kB, anon-rss:..kB, ...`,
 //!   `oom-kill:constraint=...`, `Memory cgroup out of memory: ...`.
 //! - torch.distributed.elastic: `failed (exitcode: -9) local_rank: ...`, `Signal 9 (SIGKILL) received by PID N`.
+//! - Windows ERROR_COMMITMENT_LIMIT (1455) as each runtime prints it: `[WinError 1455]`, Rust's
+//!   `(os error 1455)`, Go's `VirtualAlloc ... errno=1455`, Java's `CreateProcess error=1455` and
+//!   `(DOS error/errno=1455)`, the HRESULT `0x800705AF`, or the English text alone (.NET, hcsshim).
+//! - MSVC's `std::bad_alloc::what()` is `bad allocation` (LightGBM, CatBoost on Windows).
+//! - DuckDB's buffer manager (`standard_buffer_manager.cpp`): `Out of Memory Error: failed to
+//!   allocate data of size X (Y/Z used)`, Z being `memory_limit`.
+//! - Launchers and runtimes reporting SIGKILL: kubelet's JSON (`"exitCode": 137`, `"reason": "OOM
+//!   Killed"`), `Subprocess return code: 137`, DeepSpeed's `exits with return code = -9`.
 
 use super::{has, Hit};
 use crate::finding::{Confidence, SizeKey};
@@ -95,10 +103,19 @@ grammar!(
     r"LLVM ERROR: (?:out of memory|Allocation failed|Cannot allocate memory)|'cicc' died due to signal 9|Killed signal terminated program (?:cc1plus|cc1|cicc)|virtual memory exhausted: Cannot allocate memory|cc1plus: out of memory|error: [^\n]{0,300}: Cannot allocate memory"
 );
 
+// DuckDB (src/storage/standard_buffer_manager.cpp, EvictBlocksOrThrow): "failed to allocate
+// data of size X (Y/Z used)", "could not allocate block of size X (Y/Z used)", before 0.8
+// "could not allocate block of N bytes"; Z is the memory limit. ("Failed to allocate block of
+// N bytes (bad allocation)" is the system allocator's, not the limit's: the generic layer's.)
+grammar!(
+    duckdb_limit,
+    r"Out of Memory Error:\s*(?:failed to allocate data of size|could not allocate block of(?: size)?) (?P<req>{SZ})(?: \((?P<used>{SZ})/(?P<lim>{SZ}) used\))?"
+);
+grammar!(duckdb_in_memory, r"launched in in-memory mode and no temporary directory is specified");
 grammar!(oomkilled_false, r#"\bOOMKilled"?:\s*false\b"#);
 grammar!(enospc, r"No space left on device");
 // Objects that live in /dev/shm: semaphores, `shm_open` names (PyTorch's `/torch_<pid>_<n>`).
-grammar!(shm_context, r"/dev/shm|\bSemLock\b|multiprocessing/synchronize\.py|</torch_\w+>|\bshm_open\b|\bsem_open\b|(?i:shared memory)");
+grammar!(shm_context, r"/dev/shm|\bSemLock\b|multiprocessing/synchronize\.py|</torch_\w+>|\bshm_open\b|\bsem_open\b|shared memory object|_share_(?:fd|filename)_cpu_");
 
 // Windows ERROR_COMMITMENT_LIMIT (1455): the commit charge (RAM + page file) is used up; Windows
 // prints its text in the system's language, so the number is what is read ("[WinError 1455]",
@@ -132,6 +149,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         }
     }
     python(t, hits);
+    duckdb(t, hits);
     killer(t, hits);
 }
 
@@ -266,6 +284,23 @@ fn python(t: &str, hits: &mut Vec<Hit>) {
     for m in bare_memory_error().find_iter(t) {
         let mut h = host_hit("host.python-memoryerror", m.start(), m.end());
         h.priority = 35;
+        hits.push(h);
+    }
+}
+
+/// DuckDB's buffer manager: a query over the memory limit (`memory_limit`).
+fn duckdb(t: &str, hits: &mut Vec<Hit>) {
+    if !has(t, "Out of Memory Error") {
+        return;
+    }
+    for c in duckdb_limit().captures_iter(t) {
+        let m = c.get(0).unwrap();
+        let mut h = host_hit("host.duckdb-memory-limit", m.start(), m.end());
+        h.priority = 10;
+        h.cap_size(SizeKey::Requested, &c, "req").cap_size(SizeKey::Used, &c, "used").cap_size(SizeKey::Limit, &c, "lim");
+        if duckdb_in_memory().is_match(super::window(t, m.end(), 400)) {
+            h.flag("in_memory_database");
+        }
         hits.push(h);
     }
 }
