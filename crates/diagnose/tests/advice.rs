@@ -134,3 +134,96 @@ fn measured_outcomes_come_with_counts_and_links() {
         assert!(f.fixes.iter().all(|x| x.measured.is_some_and(|m| m.threads == o.threads)));
     }
 }
+
+fn first_three_kinds(f: &Finding) -> Vec<&str> {
+    let mut kinds: Vec<&str> = Vec::new();
+    for c in categories(f) {
+        if !kinds.contains(&c) {
+            kinds.push(c);
+        }
+    }
+    kinds.into_iter().take(3).collect()
+}
+
+/// https://github.com/mattmireles/gemma-tuner-multimodal/issues/18 — fixed by a smaller
+/// profile. `pytorch.mps-oom` has four threads (2 raised the watermark, 2 shrank the job):
+/// a tie on so few threads is broken by the family's and the device group's evidence, in
+/// which a smaller working set is the commonest fix, not by the file's order.
+#[test]
+fn ties_on_entries_with_few_threads_fall_back_to_family_evidence() {
+    let f = first("RuntimeError: MPS backend out of memory (MPS allocated: 9.48 GiB, other allocations: 480.00 KiB, max allowed: 9.47 GiB).\nTried to allocate 256 bytes on shared pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory \nallocations (may cause system failure).");
+    assert_eq!(f.id, "pytorch.mps-oom");
+    assert_eq!(categories(&f).first(), Some(&"smaller-working-set"), "{:?}", fix_ids(&f));
+    assert!(first_three_kinds(&f).contains(&"raise-limit"), "the watermark stays among the first three: {:?}", fix_ids(&f));
+}
+
+/// https://github.com/marcoslucianops/DeepStream-Yolo/issues/366 — fixed by a smaller
+/// builder workspace. TensorRT's entry has three threads, two fixed by its engine setting:
+/// the entry's own evidence leads over the device group's general preference.
+#[test]
+fn an_entrys_own_majority_leads_over_its_group() {
+    let f = first("ERROR: [TRT]: 2: [virtualMemoryBuffer.cpp::resizePhysical::160] Error Code 2: OutOfMemory (no further information)\nERROR: [TRT]: 2: [virtualMemoryBuffer.cpp::resizePhysical::145] Error Code 2: OutOfMemory (no further information)\nWARNING: [TRT]: Requested amount of GPU memory (4294967296 bytes) could not be allocated. There may not be enough free memory for allocation to succeed.\nWARNING: [TRT]: Skipping tactic 3 due to insufficient memory on requested size of 4294967296 detected for tactic 0x0000000000000004.\nTry decreasing the workspace size with IBuilderConfig::setMemoryPoolLimit().");
+    assert_eq!(f.id, "tensorrt.out-of-memory");
+    assert_eq!(categories(&f).first(), Some(&"engine-setting"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/open-mmlab/mmrotate/issues/501 — fixed by a machine with more RAM.
+/// The OOM-killer entry has no "bigger machine" fix; public threads of host-memory failures
+/// show it often works, so the family-level fix fills the gap among the first three, named
+/// as borrowed, behind the entry's own first fix.
+#[test]
+fn a_kind_the_corpus_shows_works_often_is_among_the_first_three() {
+    let f = first("RuntimeError: DataLoader worker (pid ...) is killed by signal: Killed");
+    assert_eq!(f.id, "host.oom-killer");
+    assert!(first_three_kinds(&f).contains(&"bigger-device"), "{:?}", fix_ids(&f));
+    let more_ram = f.fixes.iter().find(|x| x.category.as_str() == "bigger-device").unwrap();
+    assert_eq!(more_ram.from_family.as_deref(), Some("generic.host-oom"));
+    assert!(f.fixes[0].from_family.is_none(), "a borrowed fix never leads: {:?}", fix_ids(&f));
+    let report = diagnose_text("RuntimeError: DataLoader worker (pid ...) is killed by signal: Killed", &Options::default());
+    let text = oomdoc_diagnose::render::text(&report, oomdoc_kb::Lang::En, false);
+    assert!(text.contains("general advice: this failure's entry has no fix of this kind"), "{text}");
+}
+
+/// https://github.com/royorel/Lifespan_Age_Transformation_Synthesis/issues/23 — fixed by a
+/// smaller interpolation step. 3.79 GiB reserved-but-unallocated covers the 3.21 GiB request
+/// (fragmentation in the numbers), which gates the entry's own smaller-job fixes out; a
+/// smaller working set still works and is the commonest fix of device OOMs, so it is
+/// offered among the first three.
+#[test]
+fn a_mechanism_fix_does_not_hide_the_commonest_fix() {
+    let f = first("RuntimeError: CUDA out of memory. Tried to allocate 3.21 GiB (GPU 0; 11.17 GiB total capacity; 4.47 GiB already allocated; 2.45 GiB free; 8.26 GiB reserved in total by PyTorch)");
+    assert_eq!(f.id, "pytorch.cuda-oom");
+    assert!(first_three_kinds(&f).contains(&"smaller-working-set"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/tensorpack/tensorpack/issues/1303 — TensorFlow's BFC warning that "is
+/// not a failure": the entry's own answer stays first even though the device group's
+/// evidence favours memory fixes it could borrow.
+#[test]
+fn a_family_fix_fills_a_gap_and_does_not_lead() {
+    let f = first("W tensorflow/core/common_runtime/bfc_allocator.cc:237] Allocator (GPU_0_bfc) ran out of memory trying to allocate 2.39GiB with freed_by_count=0. The caller indicates that this is not a failure, but may mean that there could be performance gains if more memory were available.");
+    assert_eq!(f.id, "bfc.not-a-failure");
+    assert_eq!(categories(&f).first(), Some(&"not-a-memory-problem"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/catie-aq/flashT5/issues/6 — fixed on a GPU with more shared memory
+/// (A10G to A100): a bigger GPU is a bigger device, not a kernel config, and with two
+/// such threads it is among the first three.
+#[test]
+fn a_bigger_gpu_is_a_bigger_device() {
+    let f = first("`triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 163840, Hardware limit: 101376. Reducing block sizes or num_stages may help.`");
+    assert_eq!(f.id, "triton.shared-memory");
+    let gpu = f.fixes.iter().find(|x| x.id == "bigger-smem-gpu").expect("offered");
+    assert_eq!(gpu.category.as_str(), "bigger-device");
+    assert!(first_three_kinds(&f).contains(&"bigger-device"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/mkocabas/EpipolarPose/issues/6 — the entry names emptying PyTorch's
+/// cache as a dead end here (release-other-memory); the family's "free the device" fix of
+/// that kind is not borrowed next to it.
+#[test]
+fn a_kind_the_entry_names_as_a_dead_end_is_not_borrowed() {
+    let f = first("RuntimeError: CUDA out of memory. Tried to allocate 512.00 MiB (GPU 0; 7.93 GiB total capacity; 6.19 GiB already allocated; 340.00 MiB free; 551.04 MiB cached)");
+    assert!(f.dead_ends.iter().any(|d| d.category.as_str() == "release-other-memory"), "{:?}", f.dead_ends);
+    assert!(!f.fixes.iter().any(|x| x.from_family.is_some() && x.category.as_str() == "release-other-memory"), "{:?}", fix_ids(&f));
+}
