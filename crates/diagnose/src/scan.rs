@@ -228,7 +228,7 @@ const CONTEXT_WORDS: &[&str] = &[
 /// search's eight buckets, chosen by the tool's `--order` for the fewest positions of the
 /// reference text that pass a bucket's fingerprint test.
 pub const ANCHOR_BUCKETS: &[&[&str]] = &[
-    &["lloc", " OOM", "cache", "celerato", " 137", "MEMORY", " 1455"],
+    &["lloc", " OOM", "cache", "celerato", " 137", "MEMORY", " 1455", "BAD TERM"],
     &["XLA_", "ed d", "pooled_s", "E100", ":OOM", "ille", " vs. "],
     &["SIGKILL", "emory", "code: -", "Hbm usag", "TPU_", "(OOM", "aging fi"],
     &["ENOMEM", "uffer", "E010", "cudnn co", " when wa", "_STATUS_", "=1455"],

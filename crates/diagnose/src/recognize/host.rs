@@ -23,7 +23,9 @@
 //! - DuckDB's buffer manager (`standard_buffer_manager.cpp`): `Out of Memory Error: failed to
 //!   allocate data of size X (Y/Z used)`, Z being `memory_limit`.
 //! - Launchers and runtimes reporting SIGKILL: kubelet's JSON (`"exitCode": 137`, `"reason": "OOM
-//!   Killed"`), `Subprocess return code: 137`, DeepSpeed's `exits with return code = -9`.
+//!   Killed"`), `Subprocess return code: 137`, DeepSpeed's `exits with return code = -9`, gunicorn's
+//!   arbiter (`Worker (pid:N) was sent SIGKILL! Perhaps out of memory?`), MPICH's hydra (`BAD
+//!   TERMINATION OF ONE OF YOUR APPLICATION PROCESSES` … `EXIT CODE: 9`, the killing signal).
 
 use super::{has, Hit};
 use crate::finding::{Confidence, SizeKey};
@@ -57,6 +59,8 @@ pub const TRIGGERS: &[&str] = &[
     "code\": 137",
     "code: 137",
     "sigkill_handler",
+    "was sent SIGKILL",
+    "BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES",
 ];
 
 grammar!(
@@ -91,7 +95,7 @@ grammar!(
 );
 grammar!(
     exit137,
-    r#"\b(?:exit(?:ed)?(?: with)?(?: exit)?|returned non-zero exit|status)(?: status)?(?: code)?:? 137\b|(?i:signal 9 \(SIGKILL\))(?: received by PID \d+)?|died with <Signals\.SIGKILL: 9>|killed by signal: Killed|failed \(exitcode: -9\)(?: local_rank: \d+ \(pid: \d+\))?|(?i:exit_?code)"?:\s*137\b|\breturn code(?::| =)? 137\b|\bexits with return code = -9\b"#
+    r#"\b(?:exit(?:ed)?(?: with)?(?: exit)?|returned non-zero exit|status)(?: status)?(?: code)?:? 137\b|(?i:signal 9 \(SIGKILL\))(?: received by PID \d+)?|died with <Signals\.SIGKILL: 9>|killed by signal: Killed|failed \(exitcode: -9\)(?: local_rank: \d+ \(pid: \d+\))?|(?i:exit_?code)"?:\s*137\b|\breturn code(?::| =)? 137\b|\bexits with return code = -9\b|\bWorker \(pid:\d+\) was sent SIGKILL!(?: Perhaps out of memory\?)?|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES[^\n]*\n(?:[^\n]*\n){0,3}?[= ]*EXIT CODE: 9\b"#
 );
 grammar!(shell_killed, r"(?m)^[ \t]*(?:[\w/.\-]+: (?:line \d+: )?)?(?:\d+[ \t]+)?(?:Killed|killed)(?::[ \t]*9)?(?:[ \t]+[^\n]{1,2000})?[ \t]*$|(?m)(?:it/s|s/it)\]Killed[ \t]*$");
 grammar!(
@@ -404,9 +408,11 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
         h.priority = 30;
         hits.push(h);
     }
-    if t.contains("137") || t.contains("SIGKILL") || t.contains("IGKILL") || t.contains("signal: Killed") || t.contains("exitcode: -9") || t.contains("code = -9") {
+    if t.contains("137") || t.contains("SIGKILL") || t.contains("IGKILL") || t.contains("signal: Killed") || t.contains("exitcode: -9") || t.contains("code = -9") || t.contains("EXIT CODE: 9") {
         for m in exit137().find_iter(t) {
-            if prose_line(t, m.start()) {
+            // The launcher's own words may read as prose ("Perhaps out of memory?", MPICH's
+            // "YOUR APPLICATION"): only what stands around them on the line is judged.
+            if prose_around(t, m.start(), m.end()) {
                 continue;
             }
             // `docker inspect` beside the exit code says the kernel did not kill it for memory.
@@ -446,6 +452,14 @@ pub fn cpu_only_context(t: &str) -> bool {
     }
     let rest = cpu_only_words().replace_all(t, " ");
     !accelerator_words().is_match(&rest)
+}
+
+/// The line around a match (without the match itself) reads as prose.
+fn prose_around(t: &str, start: usize, end: usize) -> bool {
+    let ls = t[..start].rfind('\n').map_or(0, |i| i + 1);
+    let le = t[start..].find('\n').map_or(t.len(), |i| start + i);
+    let rest = format!("{} {}", &t[ls..start], &t[end.min(le)..le]);
+    super::generic::is_prose(&rest)
 }
 
 /// A question or a sentence about exit codes, not a report of one.
