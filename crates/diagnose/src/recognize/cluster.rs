@@ -18,6 +18,9 @@
 //!   Ray <= 2.0's Python monitor (`python/ray/memory_monitor.py`, `RayOutOfMemoryError.get_message`):
 //!   "More than 95% of the memory on node <host> is used (11.8 / 12.3 GB)." where "GB" is
 //!   GiB (`psutil` bytes / 1024**3).
+//! - Dask's scheduler: "KilledWorker: Attempted to run task 'x' on 4 different workers, but all
+//!   those workers died while running it." (a memory kill only where the workers' memory lines
+//!   stand beside it);
 //! - Dask distributed nanny: "Worker exceeded 95% memory budget. Restarting" (newer: "Worker
 //!   tcp://.. (pid=..) exceeded 95% memory budget. Restarting...").
 //! - SLURM slurmstepd: "Job 848444 exceeded memory limit (33715636 > 32757760), being killed"
@@ -57,6 +60,7 @@ pub const TRIGGERS: &[&str] = &[
     "systemd-oomd killed",
     "oomd attempting to kill",
     "Memory pressure for",
+    "KilledWorker: Attempted to run task",
     "ipynb appears to have died",
 ];
 
@@ -77,6 +81,10 @@ grammar!(
     r"RayOutOfMemoryError: More than (?P<pct>\d+)% of the memory on node (?P<node>\S+) is used \((?P<used>[\d.]+) / (?P<total>[\d.]+) GB\)"
 );
 grammar!(ray_raylet, r"(?P<n>\d+) Workers \(tasks / actors\) killed due to memory pressure \(OOM\)");
+// The scheduler's verdict when every worker that ran a task died: why they died is in the
+// workers' own lines, so it is read as a memory kill only beside them.
+grammar!(dask_killed_worker, r"KilledWorker: Attempted to run task [^\n]{1,300}? on (?P<n>\d+) different workers, but all those workers died while running it\.?");
+grammar!(dask_memory_evidence, r"Worker memory limit|exceeded \d+% memory budget|Unmanaged memory use is high|Memory use is high but worker has no data");
 grammar!(dask, r"Worker (?:[\w:/.\-]+ \(pid=\d+\) )?exceeded (?P<pct>\d+)% memory budget\.\s*Restarting\.*");
 grammar!(
     slurm_limit,
@@ -206,6 +214,16 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                 h.detail("memory_pressure", format!("{}% > {}% for > {}", p.as_str(), lim.as_str(), dur.as_str()));
             }
             h.culprit.op = Some(c["cg"].to_string());
+            hits.push(h);
+        }
+    }
+    if has(t, "KilledWorker") && dask_memory_evidence().is_match(t) {
+        for c in dask_killed_worker().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host("cluster.dask-worker-memory", m.start(), m.end());
+            h.detail("workers_died", c["n"].parse::<u64>().ok());
+            h.likely("every worker that ran the task died; the workers' own lines beside it show their memory at its limit, and the nanny restarts a worker that passes it");
+            h.priority = 30;
             hits.push(h);
         }
     }
