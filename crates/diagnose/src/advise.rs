@@ -84,6 +84,7 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
         let borrowed: Vec<FixOut> = gated_fixes(family, facts, &f.case, lang, Some(&family.id)).into_iter().filter(|fx| !have.contains(&fx.category)).collect();
         f.fixes.extend(borrowed);
     }
+    list_regressions_to_check(f, facts, lang);
     let measured = oomdoc_kb::outcomes::for_entry(&entry.id);
     rank(&mut f.fixes, entry, &Evidence::embedded(entry), Ranking::Measured);
     if let Some(m) = measured {
@@ -97,7 +98,7 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
     }
     // A known regression in the range of a version this log prints: moving to another
     // release is the first fix, with its evidence.
-    let known = regressions_for(f, lang);
+    let known = regressions_for(f, facts, lang);
     if !known.is_empty() {
         f.fixes.splice(0..0, known);
         for (i, fx) in f.fixes.iter_mut().enumerate() {
@@ -299,7 +300,7 @@ pub fn rank(fixes: &mut Vec<FixOut>, entry: &Entry, evidence: &Evidence, how: Ra
     let position = |id: &str| entry.fixes.iter().position(|f| f.id == id).unwrap_or(usize::MAX);
     // A known regression matched by a version the log prints is singled out like a
     // mechanism the numbers prove.
-    let singled_out = |id: &str| id.starts_with("regression:") || entry.fixes.iter().find(|f| f.id == id).is_some_and(|f| singles_out(&f.when));
+    let singled_out = |id: &str| id.starts_with(REGRESSION_FIX) || entry.fixes.iter().find(|f| f.id == id).is_some_and(|f| singles_out(&f.when));
     if how == Ranking::FileOrder {
         fixes.retain(|fx| fx.from_family.is_none());
     } else {
@@ -348,12 +349,77 @@ pub fn rank(fixes: &mut Vec<FixOut>, entry: &Entry, evidence: &Evidence, how: Ra
     }
 }
 
+/// The id prefix of a fix from a matched known regression (`regression:<id>`).
+pub const REGRESSION_FIX: &str = "regression:";
+
+/// Known regressions of this finding's failure (`kb/regressions/`) in a package this job
+/// runs: the log prints its version, the package names the case's framework or engine, or
+/// it is one any job may use (a driver, CUDA, a library under the framework). Ollama bundles llama.cpp at its own
+/// pin, so llama.cpp build ranges say nothing about an Ollama job.
+/// A regression narrower than its entries (`signs`) counts only where the block shows a sign.
+fn regressions_of<'a>(f: &'a Finding, facts: &'a Facts) -> impl Iterator<Item = (&'static oomdoc_kb::regression::Regression, Requirement)> + 'a {
+    oomdoc_kb::regression::regressions().iter().filter(|r| r.entries.iter().any(|e| *e == f.id)).filter_map(move |r| {
+        if !r.signs.is_empty() && !facts.regression_signs.contains(&r.id) {
+            return None;
+        }
+        let req = r.requirement()?;
+        let case = &f.case;
+        // A package whose version the log prints is one this job has (an engine's banner may
+        // be far from the failure's block, which then names no engine).
+        let printed = case.versions.get(&req.library).is_some_and(|v| v.version.is_some());
+        let ollama_job = case.has("ollama") || case.versions.contains_key("ollama");
+        let fits = case.frameworks.is_empty()
+            || (printed && !(req.library == "llama.cpp" && ollama_job))
+            || match req.library.as_str() {
+                "torch" => case.allows_api("pytorch"),
+                "jax" | "jaxlib" => case.has("jax"),
+                "tensorflow" => case.has("tensorflow"),
+                "tensorflow_directml" => case.has("directml"),
+                "llama.cpp" => case.has("llama.cpp") && !ollama_job,
+                engine @ ("vllm" | "tgi" | "ollama" | "sglang" | "comfyui" | "deepspeed") => case.has(engine),
+                _ => true,
+            };
+        fits.then_some((r, req))
+    })
+}
+
+/// When the log prints no version that a known regression of this failure could be
+/// checked against, the fix that suggests another release lists those ranges, so the
+/// user can compare their own version (a release the log rules out is not listed).
+fn list_regressions_to_check(f: &mut Finding, facts: &Facts, lang: Lang) {
+    let listed: Vec<(&oomdoc_kb::regression::Regression, Requirement)> = regressions_of(f, facts)
+        .filter(|(_, req)| f.case.versions.get(&req.library).is_none_or(|fact| fact.version.is_none() && !rules_out(fact, req)))
+        .take(6)
+        .collect();
+    let Some(fx) = f.fixes.iter_mut().find(|fx| fx.category == oomdoc_kb::FixCategory::UpgradeOrDowngrade) else { return };
+    if listed.is_empty() {
+        return;
+    }
+    let lines: Vec<String> = listed
+        .iter()
+        .map(|(r, _)| match lang {
+            Lang::Zh => format!("{}（{}；改用 {}）", r.affected, r.title.get(lang), r.move_to),
+            _ => format!("{} ({}; move to {})", r.affected, r.title.get(lang), r.move_to),
+        })
+        .collect();
+    let ask = match lang {
+        Lang::Zh => format!("此日志没有打印可核对的版本。以下是此类失败的已知回归，请对照你的版本：{}。", lines.join("；")),
+        _ => format!("This log prints no version to check. Known regressions that cause this failure; compare your version: {}.", lines.join("; ")),
+    };
+    fx.detail = Some(match fx.detail.take() {
+        Some(d) => format!("{d} {ask}"),
+        None => ask,
+    });
+    for (r, _) in &listed {
+        fx.references.extend(r.links.iter().map(|l| RefOut { title: r.title.get(lang).to_string(), url: l.clone() }));
+    }
+}
+
 /// Fixes from `kb/regressions/`: a regression of one of this entry's failures whose
 /// affected range holds a version the log prints (a message-dated range is too coarse).
-fn regressions_for(f: &Finding, lang: Lang) -> Vec<FixOut> {
+fn regressions_for(f: &Finding, facts: &Facts, lang: Lang) -> Vec<FixOut> {
     let mut out = Vec::new();
-    for r in oomdoc_kb::regression::regressions().iter().filter(|r| r.entries.iter().any(|e| *e == f.id)) {
-        let Some(req) = r.requirement() else { continue };
+    for (r, req) in regressions_of(f, facts) {
         let Some(fact) = f.case.versions.get(&req.library) else { continue };
         if !fact.printed_within(req.at_least.as_ref(), req.below.as_ref()) {
             continue;
@@ -364,7 +430,7 @@ fn regressions_for(f: &Finding, lang: Lang) -> Vec<FixOut> {
             _ => "",
         };
         out.push(FixOut {
-            id: format!("regression:{}", r.id),
+            id: format!("{REGRESSION_FIX}{}", r.id),
             rank: 0,
             category: oomdoc_kb::FixCategory::UpgradeOrDowngrade,
             title: format!("{}{}", r.title.get(lang), reported),

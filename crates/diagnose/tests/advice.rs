@@ -135,6 +135,127 @@ fn measured_outcomes_come_with_counts_and_links() {
     }
 }
 
+/// An Ollama server log: its start line (`Listening on … (version X)`, server/routes.go), a
+/// stretch of ordinary request lines, then the failure. The version is printed far from it.
+fn ollama_log(version: &str, failure: &str) -> String {
+    let mut log = format!("time=2024-04-02T10:00:00.000+02:00 level=INFO source=routes.go:1118 msg=\"Listening on 127.0.0.1:11434 (version {version})\"\n");
+    for i in 0..2000 {
+        log += &format!("[GIN] 2024/04/02 - 10:{:02}:{:02} | 200 |  1.234567s |       127.0.0.1 | POST     \"/api/chat\"\n", (i / 60) % 60, i % 60);
+    }
+    log + failure + "\n"
+}
+
+/// https://github.com/ollama/ollama/issues/3460 — the same models loaded on 0.1.29 and ran out
+/// of memory on 0.1.30; going back fixed it. The message is the thread's, verbatim.
+const OLLAMA_3460: &str = r#"CUDA error: out of memory current device: 0, in function alloc at C:\a\ollama\ollama\llm\llama.cpp\ggml-cuda.cu:445 cudaMalloc((void **) &ptr, look_ahead_size) GGML_ASSERT: C:\a\ollama\ollama\llm\llama.cpp\ggml-cuda.cu:193: !"CUDA error""#;
+
+/// Regressions and upgrades: a version the log prints far from the failure, inside a known
+/// regression's range, makes "move to another release" fix 1 with its evidence.
+#[test]
+fn a_version_printed_at_the_start_matches_a_known_regression() {
+    let f = first(&ollama_log("0.1.30", OLLAMA_3460));
+    assert_eq!(f.case.versions["ollama"].version.as_deref(), Some("0.1.30"));
+    let fix = &f.fixes[0];
+    assert_eq!((fix.id.as_str(), fix.category.as_str()), ("regression:ollama.0-1-30-multi-gpu", "upgrade-or-downgrade"), "{:?}", fix_ids(&f));
+    assert!(fix.versions.as_deref().unwrap().contains("this log: ollama 0.1.30"), "{:?}", fix.versions);
+    assert!(fix.references.iter().any(|r| r.url == "https://github.com/ollama/ollama/issues/3460"));
+    // Outside every range: no regression fix, and none listed to check.
+    let f = first(&ollama_log("0.1.32", OLLAMA_3460));
+    assert!(!fix_ids(&f).iter().any(|id| id.starts_with("regression:")), "{:?}", fix_ids(&f));
+    let other = f.fixes.iter().find(|x| x.category.as_str() == "upgrade-or-downgrade").unwrap();
+    assert!(!other.detail.as_deref().unwrap_or("").contains("ollama>=0.1.30"), "{:?}", other.detail);
+}
+
+/// https://github.com/ollama/ollama/issues/4354 — models that loaded on 0.1.32 failed to
+/// allocate the compute buffer on 0.1.33-0.1.36 (ROCm). The runner's lines (verbatim) do not
+/// name Ollama; the server's start line, far above, prints its version.
+#[test]
+fn an_engine_named_only_by_its_banner_still_gets_its_regression() {
+    let runner = "llama_kv_cache_init:      ROCm0 KV buffer size =  7182.00 MiB\nllama_new_context_with_model: KV self size  = 7182.00 MiB, K (f16): 3591.00 MiB, V (f16): 3591.00 MiB\nllama_new_context_with_model:  ROCm_Host  output buffer size =     1.98 MiB\nggml_backend_cuda_buffer_type_alloc_buffer: allocating 573.07 MiB on device 0: cudaMalloc failed: out of memory\nggml_gallocr_reserve_n: failed to allocate ROCm0 buffer of size 600903680\nllama_new_context_with_model: failed to allocate compute buf";
+    let f = first(&ollama_log("0.1.34", runner));
+    assert_eq!(f.fixes[0].id, "regression:ollama.0-1-33-rocm-compute-buffer", "{:?} {:?}", fix_ids(&f), f.case);
+}
+
+/// With no version in the log, the fix that suggests another release lists the known
+/// ranges to compare with, and is not put first on that account.
+#[test]
+fn without_a_version_the_known_ranges_are_listed_to_check() {
+    let f = first(OLLAMA_3460);
+    assert!(!fix_ids(&f).iter().any(|id| id.starts_with("regression:")), "{:?}", fix_ids(&f));
+    let other = f.fixes.iter().find(|x| x.category.as_str() == "upgrade-or-downgrade").expect("an other-release fix");
+    let detail = other.detail.as_deref().unwrap();
+    assert!(detail.contains("compare your version") && detail.contains("ollama>=0.1.30,<0.1.31") && detail.contains("ollama>=0.1.17,<0.1.22"), "{detail}");
+    assert!(other.references.iter().any(|r| r.url == "https://github.com/ollama/ollama/issues/1952"));
+    // A llama.cpp job (no Ollama) is not told about Ollama's releases.
+    let f = first("llama_model_load: loaded meta data\nggml_backend_cuda_buffer_type_alloc_buffer: allocating 8192.00 MiB on device 0: cudaMalloc failed: out of memory\nllama_kv_cache_init: failed to allocate buffer for kv cache");
+    if let Some(other) = f.fixes.iter().find(|x| x.category.as_str() == "upgrade-or-downgrade") {
+        assert!(!other.detail.as_deref().unwrap_or("").contains("ollama>="), "{:?}", other.detail);
+    }
+}
+
+/// https://github.com/cupy/cupy/issues/7678 — before 12.2 the pool raised at its limit
+/// without freeing its cached blocks (fixed by cupy#7679, in 12.2.0). The message (quoted in
+/// the thread) with a `pip list` line printing the release.
+#[test]
+fn cupy_pool_limit_before_12_2_is_the_known_bug() {
+    let msg = "cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 805,306,368 bytes (allocated so far: 536,870,912 bytes, limit set to: 1,073,741,824 bytes).";
+    let f = first(&format!("cupy-cuda12x              12.1.0\n{msg}"));
+    assert_eq!(f.fixes[0].id, "regression:cupy.7-0-limit-fragmentation", "{:?}", fix_ids(&f));
+    assert!(f.fixes[0].verified);
+    let f = first(&format!("cupy-cuda12x              12.2.0\n{msg}"));
+    assert!(!fix_ids(&f).iter().any(|id| id.starts_with("regression:")), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/huggingface/transformers/issues/29484 — transformers 4.38 made Llama
+/// models need more memory. The record has signs: a transformers 4.38 job that is not a
+/// Llama-family model is not blamed on it. (PyTorch's message from pytorch/pytorch#121580.)
+#[test]
+fn a_narrow_regression_needs_its_sign_in_the_block() {
+    let msg = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 7.75 GiB of which 11.62 MiB is free. Of the allocated memory 7.31 GiB is allocated by PyTorch, and 36.19 MiB is reserved by PyTorch but unallocated.";
+    let llama = format!("transformers==4.38.2\n  File \"/usr/local/lib/python3.10/dist-packages/transformers/models/llama/modeling_llama.py\", line 1070, in forward\n{msg}");
+    let f = first(&llama);
+    assert_eq!(f.fixes[0].id, "regression:transformers.4-38-llama-causal-mask", "{:?}", fix_ids(&f));
+    assert!(!f.fixes[0].verified, "a thread-only range is shown as reported");
+    let f = first(&format!("transformers==4.38.2\n  File \"/usr/local/lib/python3.10/dist-packages/transformers/models/bert/modeling_bert.py\", line 240, in forward\n{msg}"));
+    assert!(!fix_ids(&f).iter().any(|id| id.starts_with("regression:")), "{:?}", fix_ids(&f));
+}
+
+/// TGI 3.0-3.2 left 5-7% of free memory outside the KV cache (text-generation-inference
+/// commits a04356fb, eb3df0f4, 39cfe232, read at tags). The image tag on the `docker run`
+/// line prints the release; the server's traceback frame is the record's sign. (PyTorch's
+/// message from pytorch/pytorch#121580.)
+#[test]
+fn a_tgi_release_from_its_image_tag() {
+    let msg = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.10 GiB of which 11.62 MiB is free. Of the allocated memory 77.31 GiB is allocated by PyTorch, and 36.19 MiB is reserved by PyTorch but unallocated.";
+    let frame = "  File \"/opt/conda/lib/python3.11/site-packages/text_generation_server/models/flash_causal_lm.py\", line 1957, in forward";
+    let f = first(&format!("docker run --gpus all --shm-size 1g -p 8080:80 ghcr.io/huggingface/text-generation-inference:3.0.1 --model-id meta-llama/Llama-3.1-70B-Instruct --num-shard 4\n{frame}\n{msg}"));
+    assert_eq!(f.case.versions["tgi"].version.as_deref(), Some("3.0.1"));
+    assert_eq!(f.fixes[0].id, "regression:tgi.3-0-kv-headroom", "{:?}", fix_ids(&f));
+    let f = first(&format!("docker run --gpus all ghcr.io/huggingface/text-generation-inference:3.3.0 --model-id m\n{frame}\n{msg}"));
+    assert!(!fix_ids(&f).iter().any(|id| id.starts_with("regression:")), "{:?}", fix_ids(&f));
+}
+
+/// PyTorch 2.9.1's release notes track a memory regression of bfloat16 `F.conv3d` in 2.9.0
+/// (pytorch#166643): a 3D convolution on 2.9.0 (`collect_env`'s line) gets the release first.
+#[test]
+fn a_tracked_pytorch_regression_from_collect_env() {
+    let msg = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.10 GiB of which 11.62 MiB is free. Of the allocated memory 77.31 GiB is allocated by PyTorch, and 36.19 MiB is reserved by PyTorch but unallocated.";
+    let frame = "  File \"/usr/local/lib/python3.12/site-packages/torch/nn/modules/conv.py\", line 717, in _conv_forward\n    return F.conv3d(";
+    let f = first(&format!("PyTorch version: 2.9.0+cu128\n{frame}\n{msg}"));
+    assert_eq!(f.fixes[0].id, "regression:torch.2-9-0-conv3d-bf16", "{:?}", fix_ids(&f));
+    let f = first(&format!("PyTorch version: 2.9.1+cu128\n{frame}\n{msg}"));
+    assert!(!fix_ids(&f).iter().any(|id| id.starts_with("regression:")), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/pytorch/pytorch/issues/105280 — ROCm 5.6 CI OOMs reporting more free
+/// memory than the GPU has stopped when the nodes got the matching KFD driver.
+#[test]
+fn more_free_than_the_device_has_is_a_driver_mismatch() {
+    let f = first("torch.cuda.OutOfMemoryError: HIP out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacty of 31.98 GiB of which 131065.27 GiB is free. Of the allocated memory 24.00 GiB is allocated by PyTorch, and 2.00 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_HIP_ALLOC_CONF");
+    assert_eq!((f.fixes[0].id.as_str(), f.fixes[0].category.as_str()), ("matching-driver", "upgrade-or-downgrade"), "{:?}", fix_ids(&f));
+    assert!(f.cause.as_deref().unwrap().contains("more than the device has"), "{:?}", f.cause);
+}
+
 fn first_three_kinds(f: &Finding) -> Vec<&str> {
     let mut kinds: Vec<&str> = Vec::new();
     for c in categories(f) {

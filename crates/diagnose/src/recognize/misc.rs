@@ -9,8 +9,9 @@ use oomdoc_kb::{Phase, Platform};
 
 grammar!(tt_l1, r"Not enough space to allocate (?P<req>\d+) B (?P<kind>\w+) buffer across (?P<banks>\d+) banks?, where each bank needs to store (?P<per>\d+) B(?:, but bank size is (?P<size>\d+) B \(allocated: (?P<alloc>\d+) B, free: (?P<free>\d+) B, largest free block: (?P<lfb>\d+) B\))?");
 
-// accelerate `utils/memory.py` find_executable_batch_size: halves the batch size after every
-// exception its should_reduce_batch_size takes for an OOM, and raises this at zero.
+// accelerate `utils/memory.py` find_executable_batch_size: lowers the batch size (x 0.9 from 1.9.0,
+// halved before) after every exception its should_reduce_batch_size takes for an OOM, and raises
+// this at zero.
 grammar!(no_batch_size, r"No executable batch size found, reached zero\.?");
 
 // FlashInfer `include/flashinfer/allocator.h` AlignedAllocator: a bump allocator over the
@@ -51,7 +52,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             let mut h = Hit::new("accelerate.no-batch-size", m.start(), m.end());
             h.phase = Some(Phase::Runtime);
             h.space("device");
-            h.likely("accelerate's batch-size finder halves the batch after each out-of-memory error (and the few cuDNN errors it treats alike) and stops at zero: even one sample did not fit");
+            h.likely("accelerate's batch-size finder lowers the batch after each out-of-memory error (and the few cuDNN errors it treats alike) and stops at zero: even one sample did not fit");
             h.priority = 12;
             hits.push(h);
         }
