@@ -362,3 +362,33 @@ fn memory_a_cuda_context_and_display_explain_names_no_other_process() {
     let f = first("CUDA out of memory. Tried to allocate 1.02 GiB (GPU 0; 11.76 GiB total capacity; 89.90 MiB already allocated; 612.12 MiB free; 132.00 MiB reserved in total by PyTorch)");
     assert_eq!(categories(&f).first(), Some(&"release-other-memory"), "{:?}", fix_ids(&f));
 }
+
+/// https://github.com/vllm-project/vllm/issues/10517 (a comment's log, RTX 3090): the log
+/// states `gpu_memory_utilization=0.90`. A fixed-value fix is kept only when it moves the
+/// stated setting the way its kind says: raising to 0.95 is offered; "raise" to 0.90 or
+/// below, or "lower" to 0.90 or above, is not.
+#[test]
+fn a_fixed_value_is_not_offered_against_the_setting_the_log_states() {
+    use oomdoc_diagnose::advise::moves_stated_settings;
+    use oomdoc_diagnose::facts::Facts;
+    use oomdoc_kb::FixCategory::{EngineSetting, RaiseLimit};
+    let f = first("Memory profiling results: total_gpu_memory=23.58GiB initial_memory_usage=15.34GiB peak_torch_memory=17.98GiB memory_usage_post_profile=15.35GiB non_torch_memory=0.35GiB kv_cache_size=2.89GiB gpu_memory_utilization=0.90\n# GPU blocks: 1478, # CPU blocks: 2048\nMaximum concurrency for 29000 tokens per request: 0.82x\nThe model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV cache (23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.");
+    assert_eq!(f.id, "vllm.max-model-len");
+    assert_eq!(f.case.settings.get("gpu_memory_utilization").map(String::as_str), Some("0.90"));
+    assert!(f.fixes.iter().any(|x| x.id == "more-cache-memory"), "{:?}", fix_ids(&f));
+    let none = Facts::default();
+    assert!(moves_stated_settings("vllm serve MODEL --gpu-memory-utilization 0.95", RaiseLimit, &f.case, &none));
+    assert!(!moves_stated_settings("vllm serve MODEL --gpu-memory-utilization 0.90", RaiseLimit, &f.case, &none));
+    assert!(!moves_stated_settings("LLM(model='m', gpu_memory_utilization=0.9)", RaiseLimit, &f.case, &none));
+    assert!(moves_stated_settings("vllm serve MODEL --max-model-len 8192 --gpu-memory-utilization 0.85", EngineSetting, &f.case, &none));
+    assert!(!moves_stated_settings("vllm serve MODEL --gpu-memory-utilization 0.92", EngineSetting, &f.case, &none));
+}
+
+/// https://github.com/lllyasviel/Fooocus/issues/1139: the MPS allocator's own hint "Use
+/// PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit" is a hint, not the user's setting.
+#[test]
+fn the_mps_watermark_hint_is_not_a_stated_setting() {
+    let f = first("RuntimeError: MPS backend out of memory (MPS allocated: 8.89 GB, other allocations: 172.98 MB, max allowed: 9.07 GB). Tried to allocate 6.25 MB on private pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory allocations (may cause system failure).");
+    assert!(f.case.settings.is_empty(), "{:?}", f.case);
+    assert_eq!(f.case.hinted, vec!["PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0"]);
+}

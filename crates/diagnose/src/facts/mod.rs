@@ -553,6 +553,13 @@ fn pytorch_allocator(f: &Finding, x: &mut Facts) {
     if s.limit.zip(s.total).is_some_and(|(l, t)| l >= t) {
         x.conditions.remove("memory_fraction_cap");
     }
+    // The fraction in effect, as torch.cuda.set_per_process_memory_fraction set it
+    // (`allowed` is fraction × total, c10/cuda/CUDACachingAllocator.cpp `setMemoryFraction`).
+    if let (Some(limit), Some(total)) = (s.limit, s.total.filter(|t| *t > 0)) {
+        if x.conditions.contains("memory_fraction_cap") {
+            x.var("memory_fraction_set", format!("{:.2}", limit as f64 / total as f64));
+        }
+    }
     if let Some(total) = s.total {
         x.var("device_total_h", format_bytes(total));
         // Cards of 4 GiB or less: the CUDA context and a display take a large share.
