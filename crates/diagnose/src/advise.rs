@@ -59,7 +59,8 @@ pub fn moves_stated_settings(code: &str, category: oomdoc_kb::FixCategory, case:
     code_setting().captures_iter(code).all(|c| {
         let (Some(now), Ok(target)) = (stated(&c[1]), c[2].parse::<f64>()) else { return true };
         if raises {
-            target > now
+            // A cap set to 0 is no cap (PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0): the highest setting.
+            (target == 0.0 && now != 0.0) || (now != 0.0 && target > now)
         } else {
             target < now
         }

@@ -392,3 +392,36 @@ fn the_mps_watermark_hint_is_not_a_stated_setting() {
     assert!(f.case.settings.is_empty(), "{:?}", f.case);
     assert_eq!(f.case.hinted, vec!["PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0"]);
 }
+
+/// https://github.com/lllyasviel/Fooocus/issues/1139 — PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 let
+/// the job run (also Fooocus#980, an 8 GB M1). With 0.0 the MPS allocator skips its high-watermark
+/// check (MPSAllocator.mm `setHighWatermarkRatio`, `alloc_buffer`): a fix of last resort, not a
+/// dead end.
+#[test]
+fn disabling_the_mps_watermark_is_a_fix_not_a_dead_end() {
+    let f = first("RuntimeError: MPS backend out of memory (MPS allocated: 8.89 GB, other allocations: 172.98 MB, max allowed: 9.07 GB). Tried to allocate 6.25 MB on private pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory allocations (may cause system failure).");
+    assert!(f.fixes.iter().any(|x| x.id == "disable-watermark" && x.code.as_deref() == Some("export PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0")), "{:?}", fix_ids(&f));
+    assert!(!f.dead_ends.iter().any(|d| d.action.contains("HIGH_WATERMARK_RATIO=0.0")), "{:?}", f.dead_ends);
+}
+
+/// https://github.com/pytorch/xla/pull/9470 — raising the kernel's vmem_limit_bytes (computed
+/// from its block sizes) fixed it. The message states no sizes, so nothing shows the need is
+/// beyond the chip's VMEM: no "above physical VMEM" dead end and no "beyond any limit" fix.
+#[test]
+fn a_vmem_need_not_shown_to_exceed_the_chip_is_not_called_beyond_any_limit() {
+    let f = first("ValueError: Ran out of memory in memory space vmem while allocating on stack for %quantized_matmul_int8");
+    assert!(!f.dead_ends.iter().any(|d| d.category.as_str() == "raise-limit"), "{:?}", f.dead_ends);
+    assert!(!fix_ids(&f).contains(&"shrink-beyond-chip"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/knaw-huc/loghi/issues/55 — TF_GPU_ALLOCATOR=cuda_malloc_async fixed it. The
+/// BFC warning has no statistics, so a full pool is not shown: the async allocator is offered
+/// (hedged) and not listed as a dead end, and the warning's own hint is not the user's setting.
+#[test]
+fn cuda_malloc_async_is_no_dead_end_without_statistics_showing_a_full_pool() {
+    let f = first("9:07:50.044545: W external/local_xla/xla/tsl/framework/bfc_allocator.cc:501] Allocator (GPU_0_bfc) ran out of memory trying to allocate 34.10MiB (rounded to 35758080)requested by op StatefulPartitionedCall/model_new14_1/batch_normalization_36_1/moments/SquaredDifference\nIf the cause is memory fragmentation maybe the environment variable 'TF_GPU_ALLOCATOR=cuda_malloc_async' will improve the situation.");
+    assert!(f.case.settings.is_empty(), "{:?}", f.case);
+    assert!(!f.dead_ends.iter().any(|d| d.action.contains("cuda_malloc_async")), "{:?}", f.dead_ends);
+    assert!(categories(&f).iter().take(3).any(|c| *c == "allocator-setting"), "{:?}", fix_ids(&f));
+    assert!(f.cause.as_deref().unwrap().contains("cannot tell a full pool"), "{:?}", f.cause);
+}

@@ -508,6 +508,8 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("cublas_cuda_check_wording", "cuBLAS: the status is worded `CUDA error: CUBLAS_STATUS_…` (PyTorch's and ggml's CUDA checks), not TensorFlow's `failed to create cublas handle`"),
     ("engine_budgets", "the log shows a serving engine that sizes its memory by its own budgets (vLLM, SGLang): max model length, concurrent sequences, memory fraction"),
     ("elsewhere_beyond_context", "PyTorch on CUDA: with held_outside_allocator, what is held outside the allocator minus a CUDA-context-and-display allowance (1.5 GiB when the log allows eager module loading, PyTorch < 1.13 or CUDA < 11.7; 1 GiB otherwise) is still >= the request and >= a tenth of the device: more than this process's context and a desktop explain"),
+    ("need_exceeds_physical_vmem", "TPU VMEM: the stated need is above physical VMEM minus 1 MiB (the most the scoped-limit flag allows) on every chip consistent with the log's limit, so no limit setting can fit it"),
+    ("pool_full", "TF/XLA BFC: the allocator statistics show Limit minus InUse below the request: the pool is full, not fragmented"),
     ("small_device", "PyTorch: the device's total capacity is 4 GiB or less (the CUDA context and a display take a large share)"),
     ("inference", "the job serves or runs inference (serving engine, generate(), a diffusion UI), not training"),
     ("serving", "the job is a serving engine (vLLM server, TGI, SGLang, llama.cpp server, Ollama)"),

@@ -258,7 +258,10 @@ fn is_hint(t: &str, start: usize, end: usize) -> bool {
     let after = crate::recognize::window(t, end, 40).trim_start();
     // The MPS allocator's: "Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit".
     let use_hint = before.to_ascii_lowercase().ends_with("use") || after.starts_with("to disable");
-    before.ends_with("setting") || before.ends_with("set") || before.ends_with("try") || after.starts_with("to avoid") || use_hint
+    // The BFC allocator's: "maybe the environment variable 'TF_GPU_ALLOCATOR=cuda_malloc_async' will improve the situation".
+    let quoted_after = after.trim_start_matches(['\'', '"', '`']).trim_start();
+    let bfc_hint = before.trim_end_matches(['\'', '"', '`']).trim_end().ends_with("environment variable") || quoted_after.starts_with("will improve");
+    before.ends_with("setting") || before.ends_with("set") || before.ends_with("try") || after.starts_with("to avoid") || use_hint || bfc_hint
 }
 
 fn settings(block: &str, case: &mut Case) {

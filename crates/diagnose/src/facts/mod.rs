@@ -366,6 +366,14 @@ fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
                 if covered <= max_vmem.saturating_sub(MIB) {
                     x.set("request_fits_after_fix");
                 }
+                // The need itself is above the highest limit the flag allows on every chip
+                // consistent with the log: no limit setting can fit it.
+                if need > max_vmem.saturating_sub(MIB) {
+                    x.set("need_exceeds_physical_vmem");
+                }
+            } else if id == "tpu.vmem-program" && s.limit.is_some_and(|l| need > l) {
+                // No chip has more VMEM than the Y of "Used X of Y vmem": Y is the physical VMEM.
+                x.set("need_exceeds_physical_vmem");
             }
         }
         if let Some(limit) = s.limit {
