@@ -217,6 +217,33 @@ fn starts_record(t: &str) -> bool {
     if STARTS.iter().any(|s| t.starts_with(s)) {
         return true;
     }
+    // A line that opens with a date is a log record of its own (`2024-Jul-30 14:22:30.24 ...` of the
+    // Neuron runtime, `2023-12-26T08:37:54Z ...`), even when no prefix rule strips it.
+    let b = t.as_bytes();
+    if b.len() > 5 && b[..4].iter().all(u8::is_ascii_digit) && matches!(b[4], b'-' | b'/') {
+        return true;
+    }
+    // A bracketed time stamp (`[11/10/2023-06:30:40] [TRT] ...`), or a one-letter level and a
+    // tag (`E RKNN: ...`, `I rkllm: ...`, Android's `E/RKNN: ...`).
+    if b.len() > 2 && b[0] == b'[' && b[1].is_ascii_digit() {
+        return true;
+    }
+    // A bracketed tag opening the line (`[BMRT][load_bmodel:1573] ...`, `[bmlib_memory][error] ...`).
+    if b.len() > 3 && b[0] == b'[' {
+        if let Some(close) = t[1..].find(']') {
+            let tag = &t[1..1 + close];
+            if (2..=40).contains(&tag.len()) && tag.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b':' | b' ')) {
+                return true;
+            }
+        }
+    }
+    if b.len() > 3 && matches!(b[0], b'V' | b'D' | b'I' | b'W' | b'E' | b'F') && matches!(b[1], b' ' | b'/') {
+        let tag = &t[2..];
+        let end = tag.find(':').unwrap_or(0);
+        if end > 0 && tag[..end].bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-') {
+            return true;
+        }
+    }
     // `RuntimeError: ...`, `jaxlib.xla_extension.XlaRuntimeError: ...`
     let head: &str = t.split([':', ' ']).next().unwrap_or("");
     head.len() > 3 && (head.ends_with("Error") || head.ends_with("Exception") || head.ends_with("OutOfResources"))
@@ -279,6 +306,17 @@ mod tests {
         assert!(f.text.contains("from device: CUDA_ERROR_OUT_OF_MEMORY"), "{}", f.text);
         assert_eq!(f.line_at(f.text.find("CUDA_ERROR").unwrap()), 2);
         assert_eq!(f.line_at(f.text.find("next").unwrap()), 3);
+    }
+
+    #[test]
+    fn records_that_open_a_line_are_never_wrap_tails() {
+        // A long line is followed by log records with no prefix rule of their own (sophgo/LLM-TPU#8,
+        // airockchip/rknn-llm#335, huggingface/optimum-neuron#668): each stays on its own line.
+        let long = "[BMRT][load_bmodel:1573] INFO:Loading bmodel from [../../bmodels/rwkv6-1b5_bf16_1dev.bmodel]. Thanks for your patience...";
+        for next in ["[bmlib_memory][error] bm_alloc_gmem failed, dev_id = 0", "E RKNN: [09:40:45.140] failed to malloc npu memory", "E/RKNN: failed to allocate handle", "2024-Jul-30 14:22:30.261865 65191:65191 ERROR  TDRV:dml_dump"] {
+            let lines = vec![clean_line(1, long.as_bytes()), clean_line(2, next.as_bytes())];
+            assert!(flatten(&lines).text.contains(&format!("\n{next}")), "{next}");
+        }
     }
 
     #[test]

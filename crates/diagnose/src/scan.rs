@@ -230,7 +230,7 @@ const CONTEXT_WORDS: &[&str] = &[
 pub const ANCHOR_BUCKETS: &[&[&str]] = &[
     &["lloc", " OOM", "cache", "celerato", " 137", "MEMORY", " 1455"],
     &["XLA_", "ed d", "pooled_s", "E100", ":OOM", "ille", " vs. "],
-    &["SIGKILL", "emory", "code: -", "Hbm usag", "TPU_", "(OOM"],
+    &["SIGKILL", "emory", "code: -", "Hbm usag", "TPU_", "(OOM", "nqueue"],
     &["ENOMEM", "uffer", "E010", "cudnn co", " when wa", "_STATUS_"],
     &["posix_me", " than ", " to r", "LLVM ERR", "ase ", "[OOM"],
     &["E300", "esource", "halted ", "E200", "openxla.", "SOURCE_E", "RESOURCES"],
