@@ -75,6 +75,10 @@ fn prefix_re() -> &'static Regex {
             r"|\[\d+\]\s",
             // Markdown quotes of a pasted log: "> "
             r"|>\s?",
+            // pytest's failure lines: "E                       ray.exceptions.OutOfMemoryError: ..."
+            r"|E {3,}",
+            // A unified diff's added lines (a log quoted in a pull request): "+    Traceback ..."
+            r"|\+ {2,}",
             r")",
         ))
         .expect("prefix regex")
@@ -132,7 +136,37 @@ pub fn clean_line(line_no: u64, raw: &[u8]) -> CleanLine {
             _ => break,
         }
     }
+    let text = strip_markdown_emphasis(text);
     CleanLine { line_no, text: text.to_string(), raw_len, had_prefix }
+}
+
+/// Markdown around a pasted message: `**Killed**`, `` `zsh: killed  python3 x.py` ``, a bold
+/// block's first or last line (`**OSError: ...`, `... of 0.**`). A run of one to three `*` or
+/// `` ` `` glued to the text is emphasis or code when it pairs with the same run at the other
+/// end, or stands alone (its character occurs nowhere else on the line): `` label = `Buffer` ``
+/// keeps its closing quote, and `*** Error in ...` (spaced) stays.
+fn strip_markdown_emphasis(text: &str) -> &str {
+    fn is_marker(b: u8) -> bool {
+        b == b'*' || b == b'`'
+    }
+    let lead = text.bytes().take_while(|&b| is_marker(b)).count();
+    let trail = text.bytes().rev().take_while(|&b| is_marker(b)).count();
+    if lead == text.len() {
+        return text;
+    }
+    let lead_ok = (1..=3).contains(&lead) && text[lead..].starts_with(|c: char| !c.is_whitespace());
+    let trail_ok = (1..=3).contains(&trail) && text[..text.len() - trail].ends_with(|c: char| !c.is_whitespace());
+    let inner = |from: usize, to: usize| &text[from..to];
+    if lead_ok && trail_ok && text[..lead] == text[text.len() - trail..] {
+        return inner(lead, text.len() - trail);
+    }
+    if lead_ok && !text[lead..].contains(text.as_bytes()[0] as char) {
+        return inner(lead, text.len());
+    }
+    if trail_ok && !text[..text.len() - trail].contains(text.as_bytes()[text.len() - 1] as char) {
+        return inner(0, text.len() - trail);
+    }
+    text
 }
 
 /// A log line that carries a whole multi-line message in one escaped string: a
@@ -296,6 +330,19 @@ mod tests {
         assert_eq!(clean("\x1b[31mRuntimeError\x1b[0m: CUDA"), "RuntimeError: CUDA");
         assert_eq!(clean("plain\r"), "plain");
         assert_eq!(clean("  File \"x.py\""), "  File \"x.py\"");
+        assert_eq!(clean("E                       ray.exceptions.OutOfMemoryError: Task"), "ray.exceptions.OutOfMemoryError: Task");
+        assert_eq!(clean("+    ray.exceptions.OutOfMemoryError: Task"), "ray.exceptions.OutOfMemoryError: Task");
+        assert_eq!(clean("+ python3 -u webui.py"), "+ python3 -u webui.py", "a shell trace line keeps its +");
+    }
+
+    #[test]
+    fn strips_markdown_around_a_message() {
+        assert_eq!(clean("**Killed**"), "Killed");
+        assert_eq!(clean("`zsh: killed     python3 horo_chart_tabs.py`"), "zsh: killed     python3 horo_chart_tabs.py");
+        assert_eq!(clean("**OSError: [WinError 1455] x**"), "OSError: [WinError 1455] x");
+        assert_eq!(clean("*** Error in `python': double free or corruption (!prev) ***"), "*** Error in `python': double free or corruption (!prev) ***");
+        assert_eq!(clean("Message:        The node was low on resource: memory. Container x was using 1Ki, which exceeds its request of 0.**"), "Message:        The node was low on resource: memory. Container x was using 1Ki, which exceeds its request of 0.");
+        assert_eq!(clean("      note: label = `Buffer Src`"), "      note: label = `Buffer Src`");
     }
 
     #[test]

@@ -204,9 +204,11 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             continue;
         }
         let line = &t[ls..le];
-        let before = &t[ls..m.start()];
+        // The phrase inside an identifier (`pagefault_out_of_memory`): what stands before it
+        // in that identifier is part of the name, never an error marker.
+        let before = identifier_head_removed(&t[ls..m.start()], m.as_str());
         let phrase = m.as_str();
-        if prose().is_match(sentence_of(line, m.start() - ls, m.end() - ls)) || code().is_match(message_part(line, m.start() - ls)) {
+        if prose().is_match(sentence_of(line, m.start() - ls, m.end() - ls)) || code().is_match(message_part(line, m.start() - ls)) || symbol_table_line().is_match(line) {
             continue;
         }
         // Code operators count in the phrase's own sentence: "Expected ret == 0 to be true, but got
@@ -290,6 +292,24 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     hits.extend(found);
 }
 
+/// `before` without the start of the identifier the phrase continues (`pagefault` of
+/// `pagefault_out_of_memory`), unless a part of that identifier is itself an error word: a
+/// status name (`VPI_ERROR_OUT_OF_MEMORY`) marks its own failure.
+fn identifier_head_removed<'a>(before: &'a str, phrase: &str) -> &'a str {
+    let glued = phrase.starts_with('_') || before.ends_with(|c: char| c.is_alphanumeric() || c == '_');
+    if !glued {
+        return before;
+    }
+    let rest = before.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_');
+    let head = &before[rest.len()..];
+    let marks = head.split('_').any(|w| ["error", "err", "fail", "failed", "failure", "fatal", "exception", "status"].iter().any(|e| w.eq_ignore_ascii_case(e)));
+    if marks {
+        before
+    } else {
+        rest
+    }
+}
+
 // Every member name of the runtimes' status enums, as a whole word.
 fn member_names() -> &'static regex::Regex {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
@@ -331,6 +351,10 @@ grammar!(
     alloc_call_failed,
     r"\b(?P<call>cudaMalloc\w*|cuMemAlloc\w*|cuMemCreate|hipMalloc\w*|hipExtMalloc\w*|clCreateBuffer|vkAllocateMemory|zeMemAlloc\w*|CreateCommittedResource|CreatePlacedResource|aclrtMalloc\w*|nrt_tensor_allocate|synDeviceMalloc)\b(?:\([^\n]{0,300}?\))?[^\n]{0,40}?(?:\bfail(?:ed|ure)\b|\) >= 0\)\) == \(true\))|\bCHECK failed:[^\n]{0,60}?\b(?P<call2>CreateCommittedResource|CreatePlacedResource)\b"
 );
+// A symbol table (`/proc/kallsyms`, `nm`, `System.map`): an address, a type letter and a
+// symbol per line. Kernel functions are named after what they handle
+// (`pagefault_out_of_memory`, `mem_cgroup_out_of_memory`); a list of names is no failure.
+grammar!(symbol_table_line, r"^\s*(?:0x)?[0-9a-fA-F]{8,16}\s+[A-Za-z?]\s+[\w.$@]+(?:\s+\[[\w.\-]+\])?\s*$");
 // Enum listings, switch statements and headers quoting the names are code, not failures.
 grammar!(listing, r"^\s*(?:case\s|#define\s|[A-Za-z_]\w*\s*=\s*-?(?:0x)?[0-9A-Fa-f]+\s*,?\s*(?://.*)?$|[|-]\s*[A-Za-z_]\w*\s*\|)");
 
@@ -732,6 +756,21 @@ mod tests {
         assert_eq!(h.get(SizeKey::Free), oomdoc_units::parse_size("416.625000MB").map(|p| p.bytes));
         // "GPU 0, available" is not a size.
         assert_eq!(h.get(SizeKey::Allocated), None);
+    }
+
+    #[test]
+    fn symbol_tables_are_names_not_failures() {
+        // /proc/kallsyms (issue 25, D7): the kernel's OOM handlers by name.
+        let kallsyms = "ffffffffa1e2c3d0 T __pfx_pagefault_out_of_memory\nffffffffa1e2c3e0 T pagefault_out_of_memory\nffffffffa1e2c500 T out_of_memory\nffffffffa1e2c700 t mem_cgroup_out_of_memory\t[kernel]";
+        assert!(one(kallsyms).is_none());
+        // `nm` output of a library.
+        assert!(one("0000000000a1b2c0 T _ZN3c1018OutOfMemoryErrorD0Ev\n0000000000a1b2f0 t handle_out_of_memory").is_none());
+        // A name glued to the phrase is no error marker: `pagefault` of `pagefault_out_of_memory`.
+        assert!(one("called pagefault_out_of_memory from the fault path").is_none());
+        // A status name carries its own error word: `VPI_ERROR_OUT_OF_MEMORY`.
+        assert!(one("VPI_ERROR_OUT_OF_MEMORY").is_some());
+        // A message that names such a function still counts.
+        assert!(one("ERROR: out of memory in pagefault_out_of_memory").is_some());
     }
 
     #[test]
