@@ -286,39 +286,34 @@ fn anchor_patterns() -> &'static crate::anchor_search::AnchorPatterns {
     A.get_or_init(|| crate::anchor_search::AnchorPatterns::new(ANCHOR_BUCKETS.iter().flat_map(|b| b.iter().copied()), &start_patterns()))
 }
 
-/// Whether the span of `w` (whose first anchor starts at `at`) holds a start trigger or
-/// context word. Every one of them contains an anchor, and no anchor starts in the span
-/// before `at`, so it is enough to try, at each anchor from `at` to the line's end, the
-/// few patterns that contain that anchor: a compare or two instead of an automaton run
-/// over the line. Exact: it holds one exactly when the automaton finds one there.
-fn window_holds_trigger(hay: &[u8], w: &Window, at: usize) -> bool {
-    let line = &hay[..w.end];
-    let (anchors, index) = (anchor_searcher(), anchor_patterns());
-    let mut next = Some(at);
-    while let Some(p) = next {
-        if index.any_at(line, w.from, p) {
-            return true;
-        }
-        next = anchors.find_start(line, p + 1);
-    }
-    false
-}
-
 /// The first start trigger or context word in `hay` (as `start_automaton().find` would
 /// report it), found by searching anchors and verifying only the lines that hold one.
+///
+/// Every trigger contains an anchor and no newline, so a line holds a trigger exactly
+/// when, at one of its anchors, one of the few triggers that contain that anchor is
+/// there: a compare or two per anchor ([`anchor_patterns`]), not an automaton run over
+/// the line. Only a line that holds one is read by the automaton, for the exact first
+/// trigger, from the longest trigger's length before its first anchor (no trigger can
+/// start earlier: it would hold an anchor before that one).
 fn next_trigger(hay: &[u8]) -> Option<aho_corasick::Match> {
-    let anchors = anchor_searcher();
-    let full = start_automaton();
-    let mut from = 0;
+    let (anchors, index, full) = (anchor_searcher(), anchor_patterns(), start_automaton());
+    let (mut from, mut line, mut first) = (0, 0, None);
     while from < hay.len() {
         let at = anchors.find_start(hay, from)?;
-        let w = Window::around(hay, from, at);
-        if window_holds_trigger(hay, &w, at) {
-            if let Some(m) = full.find(&hay[w.from..w.end]) {
-                return Some(aho_corasick::Match::new(m.pattern(), w.from + m.start()..w.from + m.end()));
-            }
+        if let Some(i) = memchr::memrchr(b'\n', &hay[from..at]) {
+            (line, first) = (from + i + 1, None);
         }
-        from = w.end + 1;
+        let first_anchor = *first.get_or_insert(at);
+        if !index.any_at(hay, line, at) {
+            from = at + 1;
+            continue;
+        }
+        let end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
+        let span = line.max(first_anchor.saturating_sub(longest_trigger()));
+        if let Some(m) = full.find(&hay[span..end]) {
+            return Some(aho_corasick::Match::new(m.pattern(), span + m.start()..span + m.end()));
+        }
+        (from, line, first) = (end + 1, end + 1, None);
     }
     None
 }
@@ -542,44 +537,54 @@ struct Part {
 
 /// Searches `hay`, which starts at offset `base` of its region and at a line start.
 fn search_part(hay: &[u8], base: usize) -> Part {
-    // The lines that hold an anchor and, at one of them, a trigger (`window_holds_trigger`),
-    // as the windows `next_trigger` would verify: found first, then verified together
-    // for the exact first trigger (see `verify_windows`). The anchor search counts the
-    // newlines it passes; the rest of an anchor's line is skipped, and holds one.
-    let anchors = anchor_searcher();
+    // Anchors are confirmed as in `next_trigger`; the lines that hold a trigger are
+    // collected first and then verified together for the exact first trigger (see
+    // `verify_windows`). The anchor search counts the newlines it passes.
+    let (anchors, index) = (anchor_searcher(), anchor_patterns());
     // The windows to verify, and the runs of trigger lines as (first line, index of the
-    // window whose answer is theirs, stride, lines): a line byte-identical to the anchor
-    // line before it (a flood of one message) takes that line's answer, moved, instead
-    // of being searched again, and right after it, it only lengthens its run.
+    // window whose answer is theirs, stride, lines): a line byte-identical to the
+    // trigger line before it takes that line's answer, moved, instead of being verified
+    // again, and the copies right after a trigger line (a flood of one message) only
+    // lengthen its run, compared without being searched.
     let mut windows: Vec<Window> = Vec::new();
     let mut runs: Vec<(Window, usize, usize, usize)> = Vec::new();
-    let mut previous: Option<(Window, Option<usize>)> = None;
     let mut newlines = 0;
-    let mut from = 0;
+    // The line that holds `from`, and its first anchor.
+    let (mut from, mut line, mut first) = (0, 0, None);
     while from < hay.len() {
         let (found, passed) = anchors.find_start_counting(hay, from);
         newlines += passed;
         let Some(at) = found else { break };
-        let w = Window { newlines, ..Window::around(hay, from, at) };
-        newlines += u64::from(w.end < hay.len());
-        from = w.end + 1;
-        let repeated = previous.filter(|(p, _)| hay[p.line_start..p.end] == hay[w.line_start..w.end]);
-        let verdict = match repeated {
-            Some((_, verdict)) => verdict,
-            // Only a line whose anchors confirm a trigger goes to the automaton.
-            None => window_holds_trigger(hay, &w, at).then(|| {
+        if passed > 0 {
+            line = memchr::memrchr(b'\n', &hay[from..at]).map_or(from, |i| from + i + 1);
+            first = None;
+        }
+        let first_anchor = *first.get_or_insert(at);
+        if !index.any_at(hay, line, at) {
+            from = at + 1;
+            continue;
+        }
+        let end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
+        let w = Window { line_start: line, from: line.max(first_anchor.saturating_sub(longest_trigger())), end, newlines };
+        let text = &hay[line..end];
+        match runs.last_mut() {
+            Some((f, _, stride, lines)) if hay[f.line_start..f.end] == *text && f.line_start + *lines * *stride == line => *lines += 1,
+            Some(&mut (f, i, _, _)) if hay[f.line_start..f.end] == *text => runs.push((w, i, end + 1 - line, 1)),
+            _ => {
                 windows.push(w);
-                windows.len() - 1
-            }),
-        };
-        if let Some(i) = verdict {
-            match runs.last_mut() {
-                // The next line of the run.
-                Some((first, _, stride, lines)) if repeated.is_some() && first.line_start + *lines * *stride == w.line_start => *lines += 1,
-                _ => runs.push((w, i, w.end + 1 - w.line_start, 1)),
+                runs.push((w, windows.len() - 1, end + 1 - line, 1));
             }
         }
-        previous = Some((w, verdict));
+        newlines += u64::from(end < hay.len());
+        from = end + 1;
+        // The copies right after it.
+        while from < hay.len() && hay[from..].starts_with(text) && hay.get(from + text.len()).is_none_or(|&b| b == b'\n') {
+            runs.last_mut().expect("the run of this line").3 += 1;
+            let next_end = from + text.len();
+            newlines += u64::from(next_end < hay.len());
+            from = next_end + 1;
+        }
+        (line, first) = (from, None);
     }
     let found = verify_windows(hay, &windows);
     let mut part = Part { newlines, ..Part::default() };
@@ -600,19 +605,6 @@ struct Window {
     end: usize,
     /// Newlines in the part before `line_start`.
     newlines: u64,
-}
-
-impl Window {
-    /// The line of an anchor at `at`, the first one at or after `from` (which starts a
-    /// line or follows one). No anchor starts before `at` on this line, and every trigger
-    /// holds one: no trigger starts more than the longest trigger's length before `at`.
-    /// (A long JSON-lines record is read from there, not from its start.) Its newlines
-    /// are the caller's to count.
-    fn around(hay: &[u8], from: usize, at: usize) -> Window {
-        let line_start = memchr::memrchr(b'\n', &hay[from..at]).map_or(from, |i| from + i + 1);
-        let end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
-        Window { line_start, from: line_start.max(at.saturating_sub(longest_trigger())), end, newlines: 0 }
-    }
 }
 
 /// The first trigger (pattern, start) of each window, exactly as the trigger automaton's
@@ -1290,6 +1282,8 @@ mod tests {
             "triggers without an anchor (run crates/diagnose/tools/pick_anchors.py on the trigger list and update ANCHOR_BUCKETS): {missing:?}"
         );
         assert!(anchors().count() <= 64, "Teddy searches at most 64 literals; {} anchors", anchors().count());
+        // Confirming an anchor compares triggers within its line (see `next_trigger`).
+        assert!(start_patterns().iter().all(|t| !t.contains('\n')), "a trigger holds a newline");
         assert!(ANCHOR_BUCKETS.len() <= 8, "the vectorized search has 8 buckets; {}", ANCHOR_BUCKETS.len());
         if crate::anchor_search::vectorized_search_available() {
             assert_eq!(crate::anchor_search::AnchorSearcher::new(ANCHOR_BUCKETS, true).kind(), "avx512-vbmi");
