@@ -6,7 +6,8 @@ use crate::facts::version::{rules_out, Requirement};
 use crate::facts::Facts;
 use crate::finding::{DeadEndOut, Finding, FixOut, Measured, Outcome, Outcomes, RefOut};
 use crate::grammar;
-use oomdoc_kb::{render, Entry, Lang, Text};
+use oomdoc_kb::outcomes::{EntryOutcomes, Outcomes as OutcomesTable};
+use oomdoc_kb::{render, Entry, KnowledgeBase, Lang, Text};
 
 grammar!(api_jax, r"\bjax\.(?:jit|device_put|live_arrays|checkpoint|lax|clear_caches|numpy|block_until_ready|sharding|remat|profiler)|\bimport jax\b|from jax\.sharding|NamedSharding|donate_argnums|\bjnp\.|XLA_PYTHON_CLIENT_|XLA_CLIENT_MEM_FRACTION");
 grammar!(api_pallas, r"\bpltpu\.|\bpl\.|pallas");
@@ -59,61 +60,6 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
     let cause = entry.causes.iter().filter(|c| facts.holds(&c.when)).find_map(|c| Some((c, fill_text(&c.text, lang, facts)?)));
     f.cause_confidence = cause.as_ref().map(|(c, _)| cause_confidence(&c.when).to_string());
     f.cause = cause.map(|(_, text)| text);
-    let mut applied: Vec<(String, Option<String>)> = Vec::new();
-    f.fixes = entry
-        .fixes
-        .iter()
-        .filter(|fx| facts.holds(&fx.when) && versions_allow(&fx.requires, &f.case))
-        .filter_map(|fx| {
-            let title = fill_text(&fx.title, lang, facts)?;
-            let detail = fx.detail.as_ref().and_then(|d| fill_text(d, lang, facts));
-            let code = fx.code.as_deref().and_then(|c| fill(c, facts)).or_else(|| fx.code_fallback.as_deref().and_then(|c| fill(c, facts)));
-            let raw_code = [fx.code.as_deref(), fx.code_fallback.as_deref()].into_iter().flatten().collect::<Vec<_>>().join("\n");
-            if !fits_case(&raw_code, &f.case) {
-                return None;
-            }
-            // `fewer-stages-plain` is the number-free fallback of `fewer-stages`: skip it when
-            // the numeric one applied, as with a fix that repeats an earlier one's code.
-            let fallback_of_applied = applied.iter().any(|(id, c)| fx.id.starts_with(&format!("{id}-")) || (code.is_some() && c == &code));
-            if fallback_of_applied {
-                return None;
-            }
-            applied.push((fx.id.clone(), code.clone()));
-            Some(FixOut {
-                id: fx.id.clone(),
-                rank: 0,
-                category: fx.category,
-                title,
-                detail,
-                code,
-                code_lang: fx.code_lang.clone(),
-                versions: fx.versions_in(lang),
-                references: refs(entry, &fx.refs),
-                measured: None,
-                verified: entry.fix_verified(fx),
-            })
-        })
-        .collect();
-    let measured = oomdoc_kb::outcomes::for_entry(&entry.id);
-    rank(&mut f.fixes, entry, measured, Ranking::Measured);
-    if let Some(m) = measured {
-        for fx in &mut f.fixes {
-            fx.measured = Some(Measured { fixed: m.count(fx.category.as_str()), threads: m.threads });
-        }
-        let mut categories: Vec<Outcome> =
-            m.categories.iter().map(|(c, o)| Outcome { category: c.clone(), count: o.count, links: o.links.clone() }).collect();
-        categories.sort_by(|a, b| b.count.cmp(&a.count).then(a.category.cmp(&b.category)));
-        f.outcomes = Some(Outcomes { threads: m.threads, categories });
-    }
-    // A known regression in the range of a version this log prints: moving to another
-    // release is the first fix, with its evidence.
-    let known = regressions_for(f, lang);
-    if !known.is_empty() {
-        f.fixes.splice(0..0, known);
-        for (i, fx) in f.fixes.iter_mut().enumerate() {
-            fx.rank = i as u32 + 1;
-        }
-    }
     f.dead_ends = entry
         .dead_ends
         .iter()
@@ -129,7 +75,91 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
             })
         })
         .collect();
+    f.fixes = gated_fixes(entry, facts, &f.case, lang, None);
+    // The family's fixes for kinds of change this entry has none of; `rank` keeps those the
+    // evidence puts among the first three. A kind the entry names as a dead end here is
+    // not borrowed: the entry knows better for this failure.
+    if let Some(family) = family_entry(entry) {
+        let have: std::collections::BTreeSet<_> = f.fixes.iter().map(|fx| fx.category).chain(f.dead_ends.iter().map(|d| d.category)).collect();
+        let borrowed: Vec<FixOut> = gated_fixes(family, facts, &f.case, lang, Some(&family.id)).into_iter().filter(|fx| !have.contains(&fx.category)).collect();
+        f.fixes.extend(borrowed);
+    }
+    list_regressions_to_check(f, facts, lang);
+    let measured = oomdoc_kb::outcomes::for_entry(&entry.id);
+    rank(&mut f.fixes, entry, &Evidence::embedded(entry), Ranking::Measured);
+    if let Some(m) = measured {
+        for fx in &mut f.fixes {
+            fx.measured = Some(Measured { fixed: m.count(fx.category.as_str()), threads: m.threads });
+        }
+        let mut categories: Vec<Outcome> =
+            m.categories.iter().map(|(c, o)| Outcome { category: c.clone(), count: o.count, links: o.links.clone() }).collect();
+        categories.sort_by(|a, b| b.count.cmp(&a.count).then(a.category.cmp(&b.category)));
+        f.outcomes = Some(Outcomes { threads: m.threads, categories });
+    }
+    // A known regression in the range of a version this log prints: moving to another
+    // release is the first fix, with its evidence.
+    let known = regressions_for(f, facts, lang);
+    if !known.is_empty() {
+        f.fixes.splice(0..0, known);
+        for (i, fx) in f.fixes.iter_mut().enumerate() {
+            fx.rank = i as u32 + 1;
+        }
+    }
     f.references = entry.references.iter().map(|r| RefOut { title: r.title.clone(), url: r.url.clone() }).collect();
+}
+
+/// `entry`'s fixes that fit the case, filled with its numbers; `family` names the family
+/// entry they are borrowed from (their ids are prefixed with it).
+fn gated_fixes(entry: &Entry, facts: &Facts, case: &Case, lang: Lang, family: Option<&str>) -> Vec<FixOut> {
+    let mut applied: Vec<(String, Option<String>)> = Vec::new();
+    entry
+        .fixes
+        .iter()
+        .filter(|fx| facts.holds(&fx.when) && versions_allow(&fx.requires, case))
+        .filter_map(|fx| {
+            let title = fill_text(&fx.title, lang, facts)?;
+            let detail = fx.detail.as_ref().and_then(|d| fill_text(d, lang, facts));
+            let code = fx.code.as_deref().and_then(|c| fill(c, facts)).or_else(|| fx.code_fallback.as_deref().and_then(|c| fill(c, facts)));
+            let raw_code = [fx.code.as_deref(), fx.code_fallback.as_deref()].into_iter().flatten().collect::<Vec<_>>().join("\n");
+            if !fits_case(&raw_code, case) {
+                return None;
+            }
+            // `fewer-stages-plain` is the number-free fallback of `fewer-stages`: skip it when
+            // the numeric one applied, as with a fix that repeats an earlier one's code.
+            let fallback_of_applied = applied.iter().any(|(id, c)| fx.id.starts_with(&format!("{id}-")) || (code.is_some() && c == &code));
+            if fallback_of_applied {
+                return None;
+            }
+            applied.push((fx.id.clone(), code.clone()));
+            Some(FixOut {
+                id: family.map_or_else(|| fx.id.clone(), |fam| format!("{fam}/{}", fx.id)),
+                rank: 0,
+                category: fx.category,
+                title,
+                detail,
+                code,
+                code_lang: fx.code_lang.clone(),
+                versions: fx.versions_in(lang),
+                references: refs(entry, &fx.refs),
+                measured: None,
+                verified: entry.fix_verified(fx),
+                from_family: family.map(str::to_string),
+            })
+        })
+        .collect()
+}
+
+/// The family-level entry for `entry`'s memory: the generic accelerator, host or
+/// unknown-space entry, whose fixes hold for any failure of that memory. None for the
+/// family entries themselves and for on-chip memories (their fixes are kernel-specific).
+fn family_entry(entry: &Entry) -> Option<&'static Entry> {
+    let id = match memory_group(entry.memory_space.as_deref()) {
+        "device" => "generic.device-oom",
+        "host" => "generic.host-oom",
+        "any" => "generic.oom",
+        _ => return None,
+    };
+    (entry.id != id).then(|| KnowledgeBase::embedded_by_id(id)).flatten()
 }
 
 /// How fixes that apply are ordered.
@@ -137,9 +167,9 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
 pub enum Ranking {
     /// The knowledge-base file's order.
     FileOrder,
-    /// Fixes the log's numbers single out (a positive mechanism condition in `when`) first;
-    /// then, within each group, the category that fixed the most public threads of this
-    /// entry (`kb/outcomes.json`); ties keep the file's order. One fix of each category
+    /// Fixes the log's numbers single out (a positive, unhedged mechanism condition in
+    /// `when`) first; then, within each group, the category that fixed the most public
+    /// threads ([`Evidence::score`]); ties keep the file's order. One fix of each category
     /// comes before a second fix of any category; `investigate` fixes come last.
     Measured,
 }
@@ -157,14 +187,141 @@ fn names_a_mechanism(condition: &str) -> bool {
         ))
 }
 
-/// Order `fixes` (already gated) and number them from 1.
-pub fn rank(fixes: &mut [FixOut], entry: &Entry, measured: Option<&oomdoc_kb::outcomes::EntryOutcomes>, how: Ranking) {
+/// Conditions under which the numbers cannot tell the mechanisms apart: the cause names
+/// the likeliest explanations (`hedged`), and a fix they gate is a candidate, not the
+/// answer, so it takes its place by what fixed public threads.
+const HEDGES: [&str; 3] = ["fragmentation_possible", "!xla_generated_op", "held_outside_allocator"];
+
+/// Whether the log's numbers establish the mechanism a fix with these conditions treats.
+fn singles_out(when: &[String]) -> bool {
+    when.iter().any(|w| names_a_mechanism(w))
+}
+
+/// Which memory an entry's failure exhausts, coarsely: an accelerator's main memory
+/// (device, HBM), the host's, or an on-chip scratchpad (shared memory, VMEM, SMEM, L1,
+/// tensor memory). Entries of one group share what usually fixes them.
+fn memory_group(space: Option<&str>) -> &'static str {
+    match space {
+        Some("device" | "hbm") => "device",
+        Some("host") => "host",
+        Some(_) => "on-chip",
+        None => "any",
+    }
+}
+
+/// What the resolution corpus says fixed failures like this one, from the narrowest
+/// level to the broadest: the entry's own threads, its family's (entries sharing the id's
+/// prefix: `pytorch.`, `vllm.`, `tpu.`, …), and its memory's ([`memory_group`]). Each
+/// level speaks for the one below it where that one has few threads of its own.
+#[derive(Debug, Clone, Default)]
+pub struct Evidence {
+    pub entry: EntryOutcomes,
+    pub family: EntryOutcomes,
+    pub group: EntryOutcomes,
+}
+
+/// How many threads of the broader level one level's counts are shrunk toward: with this
+/// many threads of its own, an entry's counts and its family's share weigh the same. An
+/// entry with a handful of threads (a tie of 2 and 2, or one unusual thread) is ranked
+/// mostly by its family, a family with few threads by its memory's.
+const BROADER_WEIGHT: f64 = 4.0;
+
+/// The family of an entry: its id's prefix (`pytorch` for `pytorch.cuda-oom`).
+fn family_of(id: &str) -> &str {
+    id.split('.').next().unwrap_or(id)
+}
+
+impl Evidence {
+    /// The evidence for `entry` in `table` (`kb/outcomes.json` at run time).
+    pub fn of(entry: &Entry, table: &OutcomesTable) -> Evidence {
+        let group = memory_group(entry.memory_space.as_deref());
+        let family = family_of(&entry.id);
+        let mut evidence = Evidence { entry: table.entries.get(&entry.id).cloned().unwrap_or_default(), ..Evidence::default() };
+        for (id, outcomes) in &table.entries {
+            let space = if *id == entry.id { entry.memory_space.as_deref() } else { KnowledgeBase::embedded_memory_space(id) };
+            let in_group = group == "any" || memory_group(space) == group;
+            let levels = [(family_of(id) == family, &mut evidence.family), (in_group, &mut evidence.group)];
+            for (member, level) in levels {
+                if !member {
+                    continue;
+                }
+                level.threads += outcomes.threads;
+                for (category, o) in &outcomes.categories {
+                    let c = level.categories.entry(category.clone()).or_default();
+                    c.count += o.count;
+                    c.links.extend(o.links.iter().cloned());
+                }
+            }
+        }
+        evidence
+    }
+
+    /// The evidence for `entry` in the embedded `kb/outcomes.json`, computed once per entry.
+    pub fn embedded(entry: &Entry) -> std::sync::Arc<Evidence> {
+        static CACHE: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<Evidence>>>> = std::sync::OnceLock::new();
+        let cache = CACHE.get_or_init(Default::default);
+        if let Some(e) = cache.lock().ok().and_then(|c| c.get(&entry.id).cloned()) {
+            return e;
+        }
+        let e = std::sync::Arc::new(Evidence::of(entry, oomdoc_kb::outcomes::outcomes()));
+        if let Ok(mut c) = cache.lock() {
+            c.insert(entry.id.clone(), e.clone());
+        }
+        e
+    }
+
+    /// The evidence without one thread (what a new thread like it would see).
+    pub fn without(&mut self, category: &str, link: &str) {
+        for outcomes in [&mut self.entry, &mut self.family, &mut self.group] {
+            if let Some(c) = outcomes.categories.get_mut(category) {
+                if let Some(i) = c.links.iter().position(|l| l == link) {
+                    c.links.remove(i);
+                    c.count = c.count.saturating_sub(1);
+                    outcomes.threads = outcomes.threads.saturating_sub(1);
+                }
+            }
+        }
+    }
+
+    /// The share of threads a category fixed: the entry's own count, shrunk toward its
+    /// family's share, itself shrunk toward its memory group's, by [`BROADER_WEIGHT`]
+    /// threads' worth at each step.
+    pub fn score(&self, category: &str) -> f64 {
+        let shrunk = |level: &EntryOutcomes, broader: f64| (level.count(category) as f64 + BROADER_WEIGHT * broader) / (level.threads as f64 + BROADER_WEIGHT);
+        let group = if self.group.threads == 0 { 0.0 } else { self.group.count(category) as f64 / self.group.threads as f64 };
+        shrunk(&self.entry, shrunk(&self.family, group))
+    }
+}
+
+/// Order `fixes` (already gated) and number them from 1. Fixes borrowed from the family
+/// entry ([`FixOut::from_family`]) stay only when the evidence puts their kind of change
+/// among the first three kinds offered; in file order they are dropped.
+pub fn rank(fixes: &mut Vec<FixOut>, entry: &Entry, evidence: &Evidence, how: Ranking) {
     let position = |id: &str| entry.fixes.iter().position(|f| f.id == id).unwrap_or(usize::MAX);
-    let singled_out = |id: &str| entry.fixes.iter().find(|f| f.id == id).is_some_and(|f| f.when.iter().any(|w| names_a_mechanism(w)));
+    // A known regression matched by a version the log prints is singled out like a
+    // mechanism the numbers prove.
+    let singled_out = |id: &str| id.starts_with(REGRESSION_FIX) || entry.fixes.iter().find(|f| f.id == id).is_some_and(|f| singles_out(&f.when));
+    if how == Ranking::FileOrder {
+        fixes.retain(|fx| fx.from_family.is_none());
+    } else {
+        let mut kinds: Vec<oomdoc_kb::FixCategory> = Vec::new();
+        for fx in fixes.iter().filter(|fx| fx.category != oomdoc_kb::FixCategory::Investigate) {
+            if !kinds.contains(&fx.category) {
+                kinds.push(fx.category);
+            }
+        }
+        let top = |c: oomdoc_kb::FixCategory| {
+            let better = kinds.iter().filter(|k| evidence.score(k.as_str()) > evidence.score(c.as_str())).count();
+            better < 3 && evidence.score(c.as_str()) > 0.0
+        };
+        fixes.retain(|fx| fx.from_family.is_none() || top(fx.category));
+    }
     if how == Ranking::Measured {
-        fixes.sort_by_key(|fx| {
-            let fixed = measured.map_or(0, |m| m.count(fx.category.as_str()));
-            (!singled_out(&fx.id), std::cmp::Reverse(fixed), position(&fx.id))
+        fixes.sort_by(|a, b| {
+            (!singled_out(&a.id))
+                .cmp(&!singled_out(&b.id))
+                .then(evidence.score(b.category.as_str()).total_cmp(&evidence.score(a.category.as_str())))
+                .then(position(&a.id).cmp(&position(&b.id)))
         });
         // One fix of each kind before a second of any kind: the first three are three
         // different changes where the entry has them.
@@ -177,6 +334,13 @@ pub fn rank(fixes: &mut [FixOut], entry: &Entry, measured: Option<&oomdoc_kb::ou
         for (slot, fx) in fixes.iter_mut().zip(firsts.into_iter().chain(rest).chain(later)) {
             *slot = fx;
         }
+        // A family-level fix fills a gap in the entry's advice; it does not lead it.
+        if fixes.first().is_some_and(|fx| fx.from_family.is_some()) {
+            if let Some(own) = fixes.iter().position(|fx| fx.from_family.is_none()) {
+                let fx = fixes.remove(own);
+                fixes.insert(0, fx);
+            }
+        }
     } else {
         fixes.sort_by_key(|fx| position(&fx.id));
     }
@@ -185,12 +349,77 @@ pub fn rank(fixes: &mut [FixOut], entry: &Entry, measured: Option<&oomdoc_kb::ou
     }
 }
 
+/// The id prefix of a fix from a matched known regression (`regression:<id>`).
+pub const REGRESSION_FIX: &str = "regression:";
+
+/// Known regressions of this finding's failure (`kb/regressions/`) in a package this job
+/// runs: the log prints its version, the package names the case's framework or engine, or
+/// it is one any job may use (a driver, CUDA, a library under the framework). Ollama bundles llama.cpp at its own
+/// pin, so llama.cpp build ranges say nothing about an Ollama job.
+/// A regression narrower than its entries (`signs`) counts only where the block shows a sign.
+fn regressions_of<'a>(f: &'a Finding, facts: &'a Facts) -> impl Iterator<Item = (&'static oomdoc_kb::regression::Regression, Requirement)> + 'a {
+    oomdoc_kb::regression::regressions().iter().filter(|r| r.entries.iter().any(|e| *e == f.id)).filter_map(move |r| {
+        if !r.signs.is_empty() && !facts.regression_signs.contains(&r.id) {
+            return None;
+        }
+        let req = r.requirement()?;
+        let case = &f.case;
+        // A package whose version the log prints is one this job has (an engine's banner may
+        // be far from the failure's block, which then names no engine).
+        let printed = case.versions.get(&req.library).is_some_and(|v| v.version.is_some());
+        let ollama_job = case.has("ollama") || case.versions.contains_key("ollama");
+        let fits = case.frameworks.is_empty()
+            || (printed && !(req.library == "llama.cpp" && ollama_job))
+            || match req.library.as_str() {
+                "torch" => case.allows_api("pytorch"),
+                "jax" | "jaxlib" => case.has("jax"),
+                "tensorflow" => case.has("tensorflow"),
+                "tensorflow_directml" => case.has("directml"),
+                "llama.cpp" => case.has("llama.cpp") && !ollama_job,
+                engine @ ("vllm" | "tgi" | "ollama" | "sglang" | "comfyui" | "deepspeed") => case.has(engine),
+                _ => true,
+            };
+        fits.then_some((r, req))
+    })
+}
+
+/// When the log prints no version that a known regression of this failure could be
+/// checked against, the fix that suggests another release lists those ranges, so the
+/// user can compare their own version (a release the log rules out is not listed).
+fn list_regressions_to_check(f: &mut Finding, facts: &Facts, lang: Lang) {
+    let listed: Vec<(&oomdoc_kb::regression::Regression, Requirement)> = regressions_of(f, facts)
+        .filter(|(_, req)| f.case.versions.get(&req.library).is_none_or(|fact| fact.version.is_none() && !rules_out(fact, req)))
+        .take(6)
+        .collect();
+    let Some(fx) = f.fixes.iter_mut().find(|fx| fx.category == oomdoc_kb::FixCategory::UpgradeOrDowngrade) else { return };
+    if listed.is_empty() {
+        return;
+    }
+    let lines: Vec<String> = listed
+        .iter()
+        .map(|(r, _)| match lang {
+            Lang::Zh => format!("{}（{}；改用 {}）", r.affected, r.title.get(lang), r.move_to),
+            _ => format!("{} ({}; move to {})", r.affected, r.title.get(lang), r.move_to),
+        })
+        .collect();
+    let ask = match lang {
+        Lang::Zh => format!("此日志没有打印可核对的版本。以下是此类失败的已知回归，请对照你的版本：{}。", lines.join("；")),
+        _ => format!("This log prints no version to check. Known regressions that cause this failure; compare your version: {}.", lines.join("; ")),
+    };
+    fx.detail = Some(match fx.detail.take() {
+        Some(d) => format!("{d} {ask}"),
+        None => ask,
+    });
+    for (r, _) in &listed {
+        fx.references.extend(r.links.iter().map(|l| RefOut { title: r.title.get(lang).to_string(), url: l.clone() }));
+    }
+}
+
 /// Fixes from `kb/regressions/`: a regression of one of this entry's failures whose
 /// affected range holds a version the log prints (a message-dated range is too coarse).
-fn regressions_for(f: &Finding, lang: Lang) -> Vec<FixOut> {
+fn regressions_for(f: &Finding, facts: &Facts, lang: Lang) -> Vec<FixOut> {
     let mut out = Vec::new();
-    for r in oomdoc_kb::regression::regressions().iter().filter(|r| r.entries.iter().any(|e| *e == f.id)) {
-        let Some(req) = r.requirement() else { continue };
+    for (r, req) in regressions_of(f, facts) {
         let Some(fact) = f.case.versions.get(&req.library) else { continue };
         if !fact.printed_within(req.at_least.as_ref(), req.below.as_ref()) {
             continue;
@@ -201,7 +430,7 @@ fn regressions_for(f: &Finding, lang: Lang) -> Vec<FixOut> {
             _ => "",
         };
         out.push(FixOut {
-            id: format!("regression:{}", r.id),
+            id: format!("{REGRESSION_FIX}{}", r.id),
             rank: 0,
             category: oomdoc_kb::FixCategory::UpgradeOrDowngrade,
             title: format!("{}{}", r.title.get(lang), reported),
@@ -213,6 +442,7 @@ fn regressions_for(f: &Finding, lang: Lang) -> Vec<FixOut> {
             measured: None,
             // Only a range checked in release notes or source counts as verified.
             verified: r.status == "verified",
+            from_family: None,
         });
     }
     out
@@ -222,8 +452,7 @@ fn regressions_for(f: &Finding, lang: Lang) -> Vec<FixOut> {
 /// names the likeliest explanations because the numbers cannot tell them apart, `generic`
 /// for the entry's general cause.
 fn cause_confidence(when: &[String]) -> &'static str {
-    let hedges = ["fragmentation_possible", "!xla_generated_op", "held_outside_allocator"];
-    if when.iter().any(|w| hedges.contains(&w.as_str())) {
+    if when.iter().any(|w| HEDGES.contains(&w.as_str())) {
         "hedged"
     } else if when.iter().any(|w| names_a_mechanism(w)) {
         "established"

@@ -270,6 +270,11 @@ pub struct FixOut {
     /// (`kb/outcomes.json`); absent when the resolution corpus has no thread for the entry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub measured: Option<Measured>,
+    /// The family-level entry this fix is borrowed from (`generic.device-oom`, …) when the
+    /// failure's own entry has no fix of this kind and public threads show it often works
+    /// for failures of this memory; absent for the entry's own fixes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_family: Option<String>,
 }
 
 /// "a fix of this category fixed `fixed` of `threads` public threads with this failure".

@@ -102,7 +102,15 @@ pub fn diagnose_file(file: std::fs::File, opts: &Options) -> std::io::Result<Rep
     #[cfg(target_os = "linux")]
     if file.metadata()?.is_file() {
         if let Some(start) = input::plain_text_start(&file)? {
-            if let Some(report) = report_of_scan(opts, |ctx, on_block| scan::scan_file_with(&file, start, ctx, opts.threads, on_block))? {
+            // The head is read back from the file, and only when there are findings.
+            let head = || {
+                use std::os::unix::fs::FileExt;
+                let mut buf = vec![0u8; HEAD_BYTES];
+                let n = file.read_at(&mut buf, start).unwrap_or(0);
+                buf.truncate(n);
+                buf
+            };
+            if let Some(report) = report_of_scan(opts, |ctx, on_block| scan::scan_file_with(&file, start, ctx, opts.threads, on_block), head)? {
                 return Ok(report);
             }
         }
@@ -112,27 +120,60 @@ pub fn diagnose_file(file: std::fs::File, opts: &Options) -> std::io::Result<Rep
 
 /// Diagnose UTF-8 text from a reader, streaming (no decoding).
 fn diagnose_decoded<R: Read>(reader: R, opts: &Options) -> std::io::Result<Report> {
-    let report = report_of_scan(opts, |ctx, on_block| scan::scan_with(reader, ctx, opts.threads, on_block).map(Some))?;
+    let head = std::cell::RefCell::new(Vec::new());
+    let tee = HeadTee { inner: reader, head: &head };
+    let report = report_of_scan(opts, |ctx, on_block| scan::scan_with(tee, ctx, opts.threads, on_block).map(Some), || head.take())?;
     Ok(report.expect("a read scan always runs"))
+}
+
+/// How much of a log's start is kept for the versions it prints there (startup banners,
+/// environment reports, package listings), however far the failure is from them.
+const HEAD_BYTES: usize = 64 << 10;
+
+/// A reader that keeps a copy of the first [`HEAD_BYTES`] it passes on.
+struct HeadTee<'a, R> {
+    inner: R,
+    head: &'a std::cell::RefCell<Vec<u8>>,
+}
+
+impl<R: Read> Read for HeadTee<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut head = self.head.borrow_mut();
+        if head.len() < HEAD_BYTES {
+            let room = HEAD_BYTES - head.len();
+            head.extend_from_slice(&buf[..n.min(room)]);
+        }
+        Ok(n)
+    }
 }
 
 /// The report of one scan: its blocks collected into findings, with its totals. `scan`
 /// runs the scan (reading or mapped) with a context and a block callback; None when it
-/// could not start (a file that cannot be mapped).
+/// could not start (a file that cannot be mapped). `head` gives the log's first bytes
+/// after the scan; it is called only when there are findings to read versions for.
 fn report_of_scan(
     opts: &Options,
     scan: impl FnOnce(&mut scan::LogContext, &mut dyn FnMut(scan::RawBlock)) -> std::io::Result<Option<scan::ScanStats>>,
+    head: impl FnOnce() -> Vec<u8>,
 ) -> std::io::Result<Option<Report>> {
     let mut collector = Collector::default();
     let mut ctx = scan::LogContext::default();
     let Some(stats) = scan(&mut ctx, &mut |block| collector.block(block))? else { return Ok(None) };
-    let mut report = collector.finish(&ctx, opts);
+    let head_versions = if collector.pending.is_empty() { Default::default() } else { head_versions(&head()) };
+    let mut report = collector.finish(&ctx, opts, &head_versions);
     report.lines_scanned = stats.lines;
     report.bytes_scanned = stats.bytes;
     if let Some(at) = stats.shrank_at {
         report.notes.push(format!("the file shrank while it was read (truncated or rotated); scanned up to byte {at}"));
     }
     Ok(Some(report))
+}
+
+/// The versions a log's head prints, its terminal controls removed.
+fn head_versions(head: &[u8]) -> std::collections::BTreeMap<String, facts::version::VersionFact> {
+    let text = String::from_utf8_lossy(head);
+    facts::version::printed_versions(&oomdoc_units::terminal::clean(&text))
 }
 
 /// Diagnose a log held in memory.
@@ -198,7 +239,7 @@ impl Collector {
         }
     }
 
-    fn finish(self, ctx: &scan::LogContext, opts: &Options) -> Report {
+    fn finish(self, ctx: &scan::LogContext, opts: &Options, head_versions: &std::collections::BTreeMap<String, facts::version::VersionFact>) -> Report {
         let truncated = self.truncated;
         let settings: String = ctx.lines.iter().map(|l| l.1.as_str()).collect::<Vec<_>>().join("\n");
         let mut dump_notes: Vec<String> = Vec::new();
@@ -225,9 +266,9 @@ impl Collector {
                 }
                 // The case reads the block and the settings lines kept for the whole log.
                 f.case = if settings.is_empty() {
-                    facts::case::read(f, &p.block_text)
+                    facts::case::read(f, &p.block_text, head_versions)
                 } else {
-                    facts::case::read(f, &format!("{settings}\n{}", p.block_text))
+                    facts::case::read(f, &format!("{settings}\n{}", p.block_text), head_versions)
                 };
                 let mut facts: Facts = facts::compute(f, &p.flags, &p.block_text);
                 if let Some(l) = &opts.facts {

@@ -75,6 +75,10 @@ fn prefix_re() -> &'static Regex {
             r"|\[\d+\]\s",
             // Markdown quotes of a pasted log: "> "
             r"|>\s?",
+            // pytest's failure lines: "E                       ray.exceptions.OutOfMemoryError: ..."
+            r"|E {3,}",
+            // A unified diff's added lines (a log quoted in a pull request): "+    Traceback ..."
+            r"|\+ {2,}",
             r")",
         ))
         .expect("prefix regex")
@@ -132,7 +136,37 @@ pub fn clean_line(line_no: u64, raw: &[u8]) -> CleanLine {
             _ => break,
         }
     }
+    let text = strip_markdown_emphasis(text);
     CleanLine { line_no, text: text.to_string(), raw_len, had_prefix }
+}
+
+/// Markdown around a pasted message: `**Killed**`, `` `zsh: killed  python3 x.py` ``, a bold
+/// block's first or last line (`**OSError: ...`, `... of 0.**`). A run of one to three `*` or
+/// `` ` `` glued to the text is emphasis or code when it pairs with the same run at the other
+/// end, or stands alone (its character occurs nowhere else on the line): `` label = `Buffer` ``
+/// keeps its closing quote, and `*** Error in ...` (spaced) stays.
+fn strip_markdown_emphasis(text: &str) -> &str {
+    fn is_marker(b: u8) -> bool {
+        b == b'*' || b == b'`'
+    }
+    let lead = text.bytes().take_while(|&b| is_marker(b)).count();
+    let trail = text.bytes().rev().take_while(|&b| is_marker(b)).count();
+    if lead == text.len() {
+        return text;
+    }
+    let lead_ok = (1..=3).contains(&lead) && text[lead..].starts_with(|c: char| !c.is_whitespace());
+    let trail_ok = (1..=3).contains(&trail) && text[..text.len() - trail].ends_with(|c: char| !c.is_whitespace());
+    let inner = |from: usize, to: usize| &text[from..to];
+    if lead_ok && trail_ok && text[..lead] == text[text.len() - trail..] {
+        return inner(lead, text.len() - trail);
+    }
+    if lead_ok && !text[lead..].contains(text.as_bytes()[0] as char) {
+        return inner(lead, text.len());
+    }
+    if trail_ok && !text[..text.len() - trail].contains(text.as_bytes()[text.len() - 1] as char) {
+        return inner(0, text.len() - trail);
+    }
+    text
 }
 
 /// A log line that carries a whole multi-line message in one escaped string: a
@@ -217,6 +251,33 @@ fn starts_record(t: &str) -> bool {
     if STARTS.iter().any(|s| t.starts_with(s)) {
         return true;
     }
+    // A line that opens with a date is a log record of its own (`2024-Jul-30 14:22:30.24 ...` of the
+    // Neuron runtime, `2023-12-26T08:37:54Z ...`), even when no prefix rule strips it.
+    let b = t.as_bytes();
+    if b.len() > 5 && b[..4].iter().all(u8::is_ascii_digit) && matches!(b[4], b'-' | b'/') {
+        return true;
+    }
+    // A bracketed time stamp (`[11/10/2023-06:30:40] [TRT] ...`), or a one-letter level and a
+    // tag (`E RKNN: ...`, `I rkllm: ...`, Android's `E/RKNN: ...`).
+    if b.len() > 2 && b[0] == b'[' && b[1].is_ascii_digit() {
+        return true;
+    }
+    // A bracketed tag opening the line (`[BMRT][load_bmodel:1573] ...`, `[bmlib_memory][error] ...`).
+    if b.len() > 3 && b[0] == b'[' {
+        if let Some(close) = t[1..].find(']') {
+            let tag = &t[1..1 + close];
+            if (2..=40).contains(&tag.len()) && tag.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b':' | b' ')) {
+                return true;
+            }
+        }
+    }
+    if b.len() > 3 && matches!(b[0], b'V' | b'D' | b'I' | b'W' | b'E' | b'F') && matches!(b[1], b' ' | b'/') {
+        let tag = &t[2..];
+        let end = tag.find(':').unwrap_or(0);
+        if end > 0 && tag[..end].bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-') {
+            return true;
+        }
+    }
     // `RuntimeError: ...`, `jaxlib.xla_extension.XlaRuntimeError: ...`
     let head: &str = t.split([':', ' ']).next().unwrap_or("");
     head.len() > 3 && (head.ends_with("Error") || head.ends_with("Exception") || head.ends_with("OutOfResources"))
@@ -269,6 +330,19 @@ mod tests {
         assert_eq!(clean("\x1b[31mRuntimeError\x1b[0m: CUDA"), "RuntimeError: CUDA");
         assert_eq!(clean("plain\r"), "plain");
         assert_eq!(clean("  File \"x.py\""), "  File \"x.py\"");
+        assert_eq!(clean("E                       ray.exceptions.OutOfMemoryError: Task"), "ray.exceptions.OutOfMemoryError: Task");
+        assert_eq!(clean("+    ray.exceptions.OutOfMemoryError: Task"), "ray.exceptions.OutOfMemoryError: Task");
+        assert_eq!(clean("+ python3 -u webui.py"), "+ python3 -u webui.py", "a shell trace line keeps its +");
+    }
+
+    #[test]
+    fn strips_markdown_around_a_message() {
+        assert_eq!(clean("**Killed**"), "Killed");
+        assert_eq!(clean("`zsh: killed     python3 horo_chart_tabs.py`"), "zsh: killed     python3 horo_chart_tabs.py");
+        assert_eq!(clean("**OSError: [WinError 1455] x**"), "OSError: [WinError 1455] x");
+        assert_eq!(clean("*** Error in `python': double free or corruption (!prev) ***"), "*** Error in `python': double free or corruption (!prev) ***");
+        assert_eq!(clean("Message:        The node was low on resource: memory. Container x was using 1Ki, which exceeds its request of 0.**"), "Message:        The node was low on resource: memory. Container x was using 1Ki, which exceeds its request of 0.");
+        assert_eq!(clean("      note: label = `Buffer Src`"), "      note: label = `Buffer Src`");
     }
 
     #[test]
@@ -279,6 +353,17 @@ mod tests {
         assert!(f.text.contains("from device: CUDA_ERROR_OUT_OF_MEMORY"), "{}", f.text);
         assert_eq!(f.line_at(f.text.find("CUDA_ERROR").unwrap()), 2);
         assert_eq!(f.line_at(f.text.find("next").unwrap()), 3);
+    }
+
+    #[test]
+    fn records_that_open_a_line_are_never_wrap_tails() {
+        // A long line is followed by log records with no prefix rule of their own (sophgo/LLM-TPU#8,
+        // airockchip/rknn-llm#335, huggingface/optimum-neuron#668): each stays on its own line.
+        let long = "[BMRT][load_bmodel:1573] INFO:Loading bmodel from [../../bmodels/rwkv6-1b5_bf16_1dev.bmodel]. Thanks for your patience...";
+        for next in ["[bmlib_memory][error] bm_alloc_gmem failed, dev_id = 0", "E RKNN: [09:40:45.140] failed to malloc npu memory", "E/RKNN: failed to allocate handle", "2024-Jul-30 14:22:30.261865 65191:65191 ERROR  TDRV:dml_dump"] {
+            let lines = vec![clean_line(1, long.as_bytes()), clean_line(2, next.as_bytes())];
+            assert!(flatten(&lines).text.contains(&format!("\n{next}")), "{next}");
+        }
     }
 
     #[test]

@@ -213,6 +213,9 @@ fn finding_text(out: &mut String, f: &Finding, lang: Lang, st: &Style, total_fil
             if let Some(m) = fx.measured.filter(|m| m.fixed > 0 && first_of_kind(f, fx)) {
                 let _ = writeln!(out, "       {}{}{}", st.dim, measured_words(fx.category.as_str(), m, lang), st.reset);
             }
+            if fx.from_family.is_some() {
+                let _ = writeln!(out, "       {}{}{}", st.dim, family_words(lang), st.reset);
+            }
             if let Some(code) = &fx.code {
                 for l in code.lines() {
                     let _ = writeln!(out, "       {}{}{}", st.bold, l, st.reset);
@@ -270,6 +273,9 @@ fn markdown_unchecked(report: &Report, lang: Lang) -> String {
                 if let Some(m) = fx.measured.filter(|m| m.fixed > 0 && first_of_kind(f, fx)) {
                     let _ = writeln!(out, "   _{}_", measured_words(fx.category.as_str(), m, lang));
                 }
+                if fx.from_family.is_some() {
+                    let _ = writeln!(out, "   _{}_", family_words(lang));
+                }
                 if let Some(code) = &fx.code {
                     let lang = fx.code_lang.as_deref().unwrap_or("");
                     let _ = writeln!(out, "   ```{lang}\n   {}\n   ```", code.replace('\n', "\n   "));
@@ -297,6 +303,14 @@ pub fn measured_words(category: &str, m: crate::finding::Measured, lang: Lang) -
     match lang {
         Lang::Zh => format!("此类修复（{kind}）在 {} 个公开讨论中解决了其中 {} 个同类失败", m.threads, m.fixed),
         Lang::En => format!("{kind} fixed {} of {} public threads with this failure (links: --format json)", m.fixed, m.threads),
+    }
+}
+
+/// The note under a fix borrowed from the memory's family-level entry (`from_family`).
+fn family_words(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Zh => "通用建议：此类失败的专门条目没有这类修复，而公开讨论表明它对同类内存失败常常有效",
+        Lang::En => "general advice: this failure's entry has no fix of this kind, and public threads show it often fixes failures of this memory",
     }
 }
 

@@ -134,3 +134,217 @@ fn measured_outcomes_come_with_counts_and_links() {
         assert!(f.fixes.iter().all(|x| x.measured.is_some_and(|m| m.threads == o.threads)));
     }
 }
+
+/// An Ollama server log: its start line (`Listening on … (version X)`, server/routes.go), a
+/// stretch of ordinary request lines, then the failure. The version is printed far from it.
+fn ollama_log(version: &str, failure: &str) -> String {
+    let mut log = format!("time=2024-04-02T10:00:00.000+02:00 level=INFO source=routes.go:1118 msg=\"Listening on 127.0.0.1:11434 (version {version})\"\n");
+    for i in 0..2000 {
+        log += &format!("[GIN] 2024/04/02 - 10:{:02}:{:02} | 200 |  1.234567s |       127.0.0.1 | POST     \"/api/chat\"\n", (i / 60) % 60, i % 60);
+    }
+    log + failure + "\n"
+}
+
+/// https://github.com/ollama/ollama/issues/3460 — the same models loaded on 0.1.29 and ran out
+/// of memory on 0.1.30; going back fixed it. The message is the thread's, verbatim.
+const OLLAMA_3460: &str = r#"CUDA error: out of memory current device: 0, in function alloc at C:\a\ollama\ollama\llm\llama.cpp\ggml-cuda.cu:445 cudaMalloc((void **) &ptr, look_ahead_size) GGML_ASSERT: C:\a\ollama\ollama\llm\llama.cpp\ggml-cuda.cu:193: !"CUDA error""#;
+
+/// Regressions and upgrades: a version the log prints far from the failure, inside a known
+/// regression's range, makes "move to another release" fix 1 with its evidence.
+#[test]
+fn a_version_printed_at_the_start_matches_a_known_regression() {
+    let f = first(&ollama_log("0.1.30", OLLAMA_3460));
+    assert_eq!(f.case.versions["ollama"].version.as_deref(), Some("0.1.30"));
+    let fix = &f.fixes[0];
+    assert_eq!((fix.id.as_str(), fix.category.as_str()), ("regression:ollama.0-1-30-multi-gpu", "upgrade-or-downgrade"), "{:?}", fix_ids(&f));
+    assert!(fix.versions.as_deref().unwrap().contains("this log: ollama 0.1.30"), "{:?}", fix.versions);
+    assert!(fix.references.iter().any(|r| r.url == "https://github.com/ollama/ollama/issues/3460"));
+    // Outside every range: no regression fix, and none listed to check.
+    let f = first(&ollama_log("0.1.32", OLLAMA_3460));
+    assert!(!fix_ids(&f).iter().any(|id| id.starts_with("regression:")), "{:?}", fix_ids(&f));
+    let other = f.fixes.iter().find(|x| x.category.as_str() == "upgrade-or-downgrade").unwrap();
+    assert!(!other.detail.as_deref().unwrap_or("").contains("ollama>=0.1.30"), "{:?}", other.detail);
+}
+
+/// https://github.com/ollama/ollama/issues/4354 — models that loaded on 0.1.32 failed to
+/// allocate the compute buffer on 0.1.33-0.1.36 (ROCm). The runner's lines (verbatim) do not
+/// name Ollama; the server's start line, far above, prints its version.
+#[test]
+fn an_engine_named_only_by_its_banner_still_gets_its_regression() {
+    let runner = "llama_kv_cache_init:      ROCm0 KV buffer size =  7182.00 MiB\nllama_new_context_with_model: KV self size  = 7182.00 MiB, K (f16): 3591.00 MiB, V (f16): 3591.00 MiB\nllama_new_context_with_model:  ROCm_Host  output buffer size =     1.98 MiB\nggml_backend_cuda_buffer_type_alloc_buffer: allocating 573.07 MiB on device 0: cudaMalloc failed: out of memory\nggml_gallocr_reserve_n: failed to allocate ROCm0 buffer of size 600903680\nllama_new_context_with_model: failed to allocate compute buf";
+    let f = first(&ollama_log("0.1.34", runner));
+    assert_eq!(f.fixes[0].id, "regression:ollama.0-1-33-rocm-compute-buffer", "{:?} {:?}", fix_ids(&f), f.case);
+}
+
+/// With no version in the log, the fix that suggests another release lists the known
+/// ranges to compare with, and is not put first on that account.
+#[test]
+fn without_a_version_the_known_ranges_are_listed_to_check() {
+    let f = first(OLLAMA_3460);
+    assert!(!fix_ids(&f).iter().any(|id| id.starts_with("regression:")), "{:?}", fix_ids(&f));
+    let other = f.fixes.iter().find(|x| x.category.as_str() == "upgrade-or-downgrade").expect("an other-release fix");
+    let detail = other.detail.as_deref().unwrap();
+    assert!(detail.contains("compare your version") && detail.contains("ollama>=0.1.30,<0.1.31") && detail.contains("ollama>=0.1.17,<0.1.22"), "{detail}");
+    assert!(other.references.iter().any(|r| r.url == "https://github.com/ollama/ollama/issues/1952"));
+    // A llama.cpp job (no Ollama) is not told about Ollama's releases.
+    let f = first("llama_model_load: loaded meta data\nggml_backend_cuda_buffer_type_alloc_buffer: allocating 8192.00 MiB on device 0: cudaMalloc failed: out of memory\nllama_kv_cache_init: failed to allocate buffer for kv cache");
+    if let Some(other) = f.fixes.iter().find(|x| x.category.as_str() == "upgrade-or-downgrade") {
+        assert!(!other.detail.as_deref().unwrap_or("").contains("ollama>="), "{:?}", other.detail);
+    }
+}
+
+/// https://github.com/cupy/cupy/issues/7678 — before 12.2 the pool raised at its limit
+/// without freeing its cached blocks (fixed by cupy#7679, in 12.2.0). The message (quoted in
+/// the thread) with a `pip list` line printing the release.
+#[test]
+fn cupy_pool_limit_before_12_2_is_the_known_bug() {
+    let msg = "cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 805,306,368 bytes (allocated so far: 536,870,912 bytes, limit set to: 1,073,741,824 bytes).";
+    let f = first(&format!("cupy-cuda12x              12.1.0\n{msg}"));
+    assert_eq!(f.fixes[0].id, "regression:cupy.7-0-limit-fragmentation", "{:?}", fix_ids(&f));
+    assert!(f.fixes[0].verified);
+    let f = first(&format!("cupy-cuda12x              12.2.0\n{msg}"));
+    assert!(!fix_ids(&f).iter().any(|id| id.starts_with("regression:")), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/huggingface/transformers/issues/29484 — transformers 4.38 made Llama
+/// models need more memory. The record has signs: a transformers 4.38 job that is not a
+/// Llama-family model is not blamed on it. (PyTorch's message from pytorch/pytorch#121580.)
+#[test]
+fn a_narrow_regression_needs_its_sign_in_the_block() {
+    let msg = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 7.75 GiB of which 11.62 MiB is free. Of the allocated memory 7.31 GiB is allocated by PyTorch, and 36.19 MiB is reserved by PyTorch but unallocated.";
+    let llama = format!("transformers==4.38.2\n  File \"/usr/local/lib/python3.10/dist-packages/transformers/models/llama/modeling_llama.py\", line 1070, in forward\n{msg}");
+    let f = first(&llama);
+    assert_eq!(f.fixes[0].id, "regression:transformers.4-38-llama-causal-mask", "{:?}", fix_ids(&f));
+    assert!(!f.fixes[0].verified, "a thread-only range is shown as reported");
+    let f = first(&format!("transformers==4.38.2\n  File \"/usr/local/lib/python3.10/dist-packages/transformers/models/bert/modeling_bert.py\", line 240, in forward\n{msg}"));
+    assert!(!fix_ids(&f).iter().any(|id| id.starts_with("regression:")), "{:?}", fix_ids(&f));
+}
+
+/// TGI 3.0-3.2 left 5-7% of free memory outside the KV cache (text-generation-inference
+/// commits a04356fb, eb3df0f4, 39cfe232, read at tags). The image tag on the `docker run`
+/// line prints the release; the server's traceback frame is the record's sign. (PyTorch's
+/// message from pytorch/pytorch#121580.)
+#[test]
+fn a_tgi_release_from_its_image_tag() {
+    let msg = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.10 GiB of which 11.62 MiB is free. Of the allocated memory 77.31 GiB is allocated by PyTorch, and 36.19 MiB is reserved by PyTorch but unallocated.";
+    let frame = "  File \"/opt/conda/lib/python3.11/site-packages/text_generation_server/models/flash_causal_lm.py\", line 1957, in forward";
+    let f = first(&format!("docker run --gpus all --shm-size 1g -p 8080:80 ghcr.io/huggingface/text-generation-inference:3.0.1 --model-id meta-llama/Llama-3.1-70B-Instruct --num-shard 4\n{frame}\n{msg}"));
+    assert_eq!(f.case.versions["tgi"].version.as_deref(), Some("3.0.1"));
+    assert_eq!(f.fixes[0].id, "regression:tgi.3-0-kv-headroom", "{:?}", fix_ids(&f));
+    let f = first(&format!("docker run --gpus all ghcr.io/huggingface/text-generation-inference:3.3.0 --model-id m\n{frame}\n{msg}"));
+    assert!(!fix_ids(&f).iter().any(|id| id.starts_with("regression:")), "{:?}", fix_ids(&f));
+}
+
+/// PyTorch 2.9.1's release notes track a memory regression of bfloat16 `F.conv3d` in 2.9.0
+/// (pytorch#166643): a 3D convolution on 2.9.0 (`collect_env`'s line) gets the release first.
+#[test]
+fn a_tracked_pytorch_regression_from_collect_env() {
+    let msg = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.10 GiB of which 11.62 MiB is free. Of the allocated memory 77.31 GiB is allocated by PyTorch, and 36.19 MiB is reserved by PyTorch but unallocated.";
+    let frame = "  File \"/usr/local/lib/python3.12/site-packages/torch/nn/modules/conv.py\", line 717, in _conv_forward\n    return F.conv3d(";
+    let f = first(&format!("PyTorch version: 2.9.0+cu128\n{frame}\n{msg}"));
+    assert_eq!(f.fixes[0].id, "regression:torch.2-9-0-conv3d-bf16", "{:?}", fix_ids(&f));
+    let f = first(&format!("PyTorch version: 2.9.1+cu128\n{frame}\n{msg}"));
+    assert!(!fix_ids(&f).iter().any(|id| id.starts_with("regression:")), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/pytorch/pytorch/issues/105280 — ROCm 5.6 CI OOMs reporting more free
+/// memory than the GPU has stopped when the nodes got the matching KFD driver.
+#[test]
+fn more_free_than_the_device_has_is_a_driver_mismatch() {
+    let f = first("torch.cuda.OutOfMemoryError: HIP out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacty of 31.98 GiB of which 131065.27 GiB is free. Of the allocated memory 24.00 GiB is allocated by PyTorch, and 2.00 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_HIP_ALLOC_CONF");
+    assert_eq!((f.fixes[0].id.as_str(), f.fixes[0].category.as_str()), ("matching-driver", "upgrade-or-downgrade"), "{:?}", fix_ids(&f));
+    assert!(f.cause.as_deref().unwrap().contains("more than the device has"), "{:?}", f.cause);
+}
+
+fn first_three_kinds(f: &Finding) -> Vec<&str> {
+    let mut kinds: Vec<&str> = Vec::new();
+    for c in categories(f) {
+        if !kinds.contains(&c) {
+            kinds.push(c);
+        }
+    }
+    kinds.into_iter().take(3).collect()
+}
+
+/// https://github.com/mattmireles/gemma-tuner-multimodal/issues/18 — fixed by a smaller
+/// profile. `pytorch.mps-oom` has four threads (2 raised the watermark, 2 shrank the job):
+/// a tie on so few threads is broken by the family's and the device group's evidence, in
+/// which a smaller working set is the commonest fix, not by the file's order.
+#[test]
+fn ties_on_entries_with_few_threads_fall_back_to_family_evidence() {
+    let f = first("RuntimeError: MPS backend out of memory (MPS allocated: 9.48 GiB, other allocations: 480.00 KiB, max allowed: 9.47 GiB).\nTried to allocate 256 bytes on shared pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory \nallocations (may cause system failure).");
+    assert_eq!(f.id, "pytorch.mps-oom");
+    assert_eq!(categories(&f).first(), Some(&"smaller-working-set"), "{:?}", fix_ids(&f));
+    assert!(first_three_kinds(&f).contains(&"raise-limit"), "the watermark stays among the first three: {:?}", fix_ids(&f));
+}
+
+/// https://github.com/marcoslucianops/DeepStream-Yolo/issues/366 — fixed by a smaller
+/// builder workspace. TensorRT's entry has three threads, two fixed by its engine setting:
+/// the entry's own evidence leads over the device group's general preference.
+#[test]
+fn an_entrys_own_majority_leads_over_its_group() {
+    let f = first("ERROR: [TRT]: 2: [virtualMemoryBuffer.cpp::resizePhysical::160] Error Code 2: OutOfMemory (no further information)\nERROR: [TRT]: 2: [virtualMemoryBuffer.cpp::resizePhysical::145] Error Code 2: OutOfMemory (no further information)\nWARNING: [TRT]: Requested amount of GPU memory (4294967296 bytes) could not be allocated. There may not be enough free memory for allocation to succeed.\nWARNING: [TRT]: Skipping tactic 3 due to insufficient memory on requested size of 4294967296 detected for tactic 0x0000000000000004.\nTry decreasing the workspace size with IBuilderConfig::setMemoryPoolLimit().");
+    assert_eq!(f.id, "tensorrt.out-of-memory");
+    assert_eq!(categories(&f).first(), Some(&"engine-setting"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/open-mmlab/mmrotate/issues/501 — fixed by a machine with more RAM.
+/// The OOM-killer entry has no "bigger machine" fix; public threads of host-memory failures
+/// show it often works, so the family-level fix fills the gap among the first three, named
+/// as borrowed, behind the entry's own first fix.
+#[test]
+fn a_kind_the_corpus_shows_works_often_is_among_the_first_three() {
+    let f = first("RuntimeError: DataLoader worker (pid ...) is killed by signal: Killed");
+    assert_eq!(f.id, "host.oom-killer");
+    assert!(first_three_kinds(&f).contains(&"bigger-device"), "{:?}", fix_ids(&f));
+    let more_ram = f.fixes.iter().find(|x| x.category.as_str() == "bigger-device").unwrap();
+    assert_eq!(more_ram.from_family.as_deref(), Some("generic.host-oom"));
+    assert!(f.fixes[0].from_family.is_none(), "a borrowed fix never leads: {:?}", fix_ids(&f));
+    let report = diagnose_text("RuntimeError: DataLoader worker (pid ...) is killed by signal: Killed", &Options::default());
+    let text = oomdoc_diagnose::render::text(&report, oomdoc_kb::Lang::En, false);
+    assert!(text.contains("general advice: this failure's entry has no fix of this kind"), "{text}");
+}
+
+/// https://github.com/royorel/Lifespan_Age_Transformation_Synthesis/issues/23 — fixed by a
+/// smaller interpolation step. 3.79 GiB reserved-but-unallocated covers the 3.21 GiB request
+/// (fragmentation in the numbers), which gates the entry's own smaller-job fixes out; a
+/// smaller working set still works and is the commonest fix of device OOMs, so it is
+/// offered among the first three.
+#[test]
+fn a_mechanism_fix_does_not_hide_the_commonest_fix() {
+    let f = first("RuntimeError: CUDA out of memory. Tried to allocate 3.21 GiB (GPU 0; 11.17 GiB total capacity; 4.47 GiB already allocated; 2.45 GiB free; 8.26 GiB reserved in total by PyTorch)");
+    assert_eq!(f.id, "pytorch.cuda-oom");
+    assert!(first_three_kinds(&f).contains(&"smaller-working-set"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/tensorpack/tensorpack/issues/1303 — TensorFlow's BFC warning that "is
+/// not a failure": the entry's own answer stays first even though the device group's
+/// evidence favours memory fixes it could borrow.
+#[test]
+fn a_family_fix_fills_a_gap_and_does_not_lead() {
+    let f = first("W tensorflow/core/common_runtime/bfc_allocator.cc:237] Allocator (GPU_0_bfc) ran out of memory trying to allocate 2.39GiB with freed_by_count=0. The caller indicates that this is not a failure, but may mean that there could be performance gains if more memory were available.");
+    assert_eq!(f.id, "bfc.not-a-failure");
+    assert_eq!(categories(&f).first(), Some(&"not-a-memory-problem"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/catie-aq/flashT5/issues/6 — fixed on a GPU with more shared memory
+/// (A10G to A100): a bigger GPU is a bigger device, not a kernel config, and with two
+/// such threads it is among the first three.
+#[test]
+fn a_bigger_gpu_is_a_bigger_device() {
+    let f = first("`triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 163840, Hardware limit: 101376. Reducing block sizes or num_stages may help.`");
+    assert_eq!(f.id, "triton.shared-memory");
+    let gpu = f.fixes.iter().find(|x| x.id == "bigger-smem-gpu").expect("offered");
+    assert_eq!(gpu.category.as_str(), "bigger-device");
+    assert!(first_three_kinds(&f).contains(&"bigger-device"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/mkocabas/EpipolarPose/issues/6 — the entry names emptying PyTorch's
+/// cache as a dead end here (release-other-memory); the family's "free the device" fix of
+/// that kind is not borrowed next to it.
+#[test]
+fn a_kind_the_entry_names_as_a_dead_end_is_not_borrowed() {
+    let f = first("RuntimeError: CUDA out of memory. Tried to allocate 512.00 MiB (GPU 0; 7.93 GiB total capacity; 6.19 GiB already allocated; 340.00 MiB free; 551.04 MiB cached)");
+    assert!(f.dead_ends.iter().any(|d| d.category.as_str() == "release-other-memory"), "{:?}", f.dead_ends);
+    assert!(!f.fixes.iter().any(|x| x.from_family.is_some() && x.category.as_str() == "release-other-memory"), "{:?}", fix_ids(&f));
+}

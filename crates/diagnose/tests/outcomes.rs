@@ -11,10 +11,12 @@
 //! - reported beside it: a dead end has the category that worked (categories are coarse:
 //!   "empty_cache() will not help" and "stop the other process" are both release-other-memory).
 //! Ranking uses the outcome counts; the figures are also computed leaving each record's
-//! own thread out of the counts ("held out"), which is what a new thread would see.
+//! own thread out of the counts ("held out"), which is what a new thread would see; held
+//! out, a known regression (`kb/regressions/`) whose links name the record's own thread
+//! is dropped too.
 
-use oomdoc_diagnose::advise::{rank, Ranking};
-use oomdoc_diagnose::{diagnose_text, Finding, Options};
+use oomdoc_diagnose::advise::{rank, Evidence, Ranking, REGRESSION_FIX};
+use oomdoc_diagnose::{diagnose_text, Finding, FixOut, Options};
 use oomdoc_kb::outcomes::{CategoryOutcome, EntryOutcomes, Outcomes};
 use oomdoc_kb::KnowledgeBase;
 use serde::Deserialize;
@@ -32,6 +34,10 @@ struct Record {
     also_ok: Vec<String>,
     #[serde(default)]
     misleading: Vec<String>,
+    /// A held-out record (`c-heldout.jsonl`): measured on its own, never counted in
+    /// `kb/outcomes.json`, so the ranking it is judged by was never fitted to it.
+    #[serde(default)]
+    held_out: bool,
 }
 
 fn root() -> PathBuf {
@@ -66,13 +72,16 @@ fn tally(records: &[Record], diagnosed: &[Option<Finding>]) -> Outcomes {
     let mut entries: BTreeMap<String, (BTreeSet<String>, BTreeMap<String, BTreeSet<String>>)> = BTreeMap::new();
     for (r, f) in records.iter().zip(diagnosed) {
         let Some(f) = f else { continue };
+        if r.held_out {
+            continue;
+        }
         let e = entries.entry(f.id.clone()).or_default();
         e.0.insert(r.source_url.clone());
         e.1.entry(r.category.clone()).or_default().insert(r.source_url.clone());
     }
     Outcomes {
         about: "What fixed each knowledge-base entry's failures in public threads: tests/corpus/resolutions/*.jsonl, each record read by `oomdoc diagnose` and counted under the entry of its first finding, by the fix category the thread says worked (distinct threads). Written by `OOMDOC_BLESS=1 cargo test -p oomdoc-diagnose --test outcomes`; do not edit by hand.".into(),
-        corpus_records: records.len() as u64,
+        corpus_records: records.iter().filter(|r| !r.held_out).count() as u64,
         entries: entries
             .into_iter()
             .map(|(id, (threads, cats))| {
@@ -116,23 +125,26 @@ impl Figures {
     }
 }
 
+/// The finding's fixes ranked `how` (held out: without this thread's own count).
+fn ranked(r: &Record, f: &Finding, how: Ranking, table: &Outcomes, hold_out: bool) -> Vec<FixOut> {
+    let mut fixes = f.fixes.clone();
+    if hold_out {
+        // A known regression learnt from this very thread does not count for it either.
+        fixes.retain(|x| !(x.id.starts_with(REGRESSION_FIX) && x.references.iter().any(|l| l.url == r.source_url)));
+    }
+    if let Some(entry) = KnowledgeBase::get().by_id(&f.id) {
+        let mut evidence = Evidence::of(entry, table);
+        if hold_out {
+            evidence.without(&r.category, &r.source_url);
+        }
+        rank(&mut fixes, entry, &evidence, how);
+    }
+    fixes
+}
+
 /// Judge one record's finding, its fixes ranked `how` (held out: without this thread's own count).
 fn judge(r: &Record, f: &Finding, how: Ranking, table: &Outcomes, hold_out: bool) -> Figures {
-    let entry = KnowledgeBase::get().by_id(&f.id);
-    let mut fixes = f.fixes.clone();
-    if let Some(entry) = entry {
-        let mut measured = table.entries.get(&f.id).cloned();
-        if hold_out {
-            if let Some(m) = measured.as_mut() {
-                if let Some(c) = m.categories.get_mut(&r.category) {
-                    if c.links.contains(&r.source_url) {
-                        c.count -= 1;
-                    }
-                }
-            }
-        }
-        rank(&mut fixes, entry, measured.as_ref(), how);
-    }
+    let fixes = ranked(r, f, how, table, hold_out);
     let cats: Vec<&str> = fixes.iter().map(|x| x.category.as_str()).collect();
     let worked = r.category.as_str();
     let ok = |c: &str| c == worked || r.also_ok.iter().any(|a| a == c);
@@ -180,6 +192,43 @@ fn table(title: &str, rows: &BTreeMap<String, Figures>) -> (String, Figures) {
     (out, all)
 }
 
+/// Per-family figures for the records `keep` selects.
+fn family_rows(
+    records: &[Record],
+    diagnosed: &[Option<Finding>],
+    keep: impl Fn(&Record) -> bool,
+    how: Ranking,
+    table: &Outcomes,
+    hold_out: bool,
+) -> BTreeMap<String, Figures> {
+    let mut rows: BTreeMap<String, Figures> = BTreeMap::new();
+    for (r, f) in records.iter().zip(diagnosed).filter(|(r, _)| keep(r)) {
+        let row = rows.entry(r.family.clone()).or_default();
+        match f {
+            Some(f) => row.add(&judge(r, f, how, table, hold_out)),
+            None => row.records += 1,
+        }
+    }
+    rows
+}
+
+/// Records whose first fix is one they mark misleading (held out, or file order).
+fn harmful_lines(records: &[Record], diagnosed: &[Option<Finding>], table: &Outcomes) -> Vec<String> {
+    records
+        .iter()
+        .zip(diagnosed)
+        .filter_map(|(r, f)| {
+            let f = f.as_ref()?;
+            let measured = judge(r, f, Ranking::Measured, table, true);
+            let file = judge(r, f, Ranking::FileOrder, table, false);
+            let set = if r.held_out { " [held-out set]" } else { "" };
+            (measured.harmful + file.harmful > 0).then(|| {
+                format!("{}{set} ({}): harmful in file order {}, measured {}; worked {}, misleading {:?}", r.id, f.id, file.harmful, measured.harmful, r.category, r.misleading)
+            })
+        })
+        .collect()
+}
+
 #[test]
 fn outcomes() {
     let records = corpus();
@@ -207,50 +256,50 @@ fn outcomes() {
 
     let mut report = String::new();
     let mut measured_all = Figures::default();
+    // The corpus the ranking counts come from, judged leaving each record's own thread out.
+    let in_corpus = |r: &Record| !r.held_out;
     for (title, how, hold_out) in [
         ("file order (the knowledge base's order, no outcomes)", Ranking::FileOrder, false),
         ("measured ranking, each record's own thread held out of the counts", Ranking::Measured, true),
         ("measured ranking (in-sample)", Ranking::Measured, false),
     ] {
-        let mut rows: BTreeMap<String, Figures> = BTreeMap::new();
-        for (r, f) in records.iter().zip(&diagnosed) {
-            let row = rows.entry(r.family.clone()).or_default();
-            match f {
-                Some(f) => row.add(&judge(r, f, how, &fresh, hold_out)),
-                None => row.records += 1,
-            }
-        }
-        let (t, all) = table(title, &rows);
+        let (t, all) = table(title, &family_rows(&records, &diagnosed, in_corpus, how, &fresh, hold_out));
         report += &t;
         if how == Ranking::Measured && hold_out {
             measured_all = all;
         }
     }
-    let harmful: Vec<String> = records
-        .iter()
-        .zip(&diagnosed)
-        .filter_map(|(r, f)| {
-            let f = f.as_ref()?;
-            let held_out = judge(r, f, Ranking::Measured, &fresh, true);
-            let file = judge(r, f, Ranking::FileOrder, &fresh, false);
-            (held_out.harmful + file.harmful > 0).then(|| {
-                format!("{} ({}): harmful in file order {}, measured {}; worked {}, misleading {:?}", r.id, f.id, file.harmful, held_out.harmful, r.category, r.misleading)
-            })
-        })
-        .collect();
-    report += &format!("\nharmful first fixes (held out):\n{}\n", harmful.join("\n"));
+    // The held-out set: threads no count, rule or entry was fitted to.
+    let (t, held_out_all) = table(
+        "held-out set (c-heldout.jsonl: never counted in kb/outcomes.json), measured ranking",
+        &family_rows(&records, &diagnosed, |r| r.held_out, Ranking::Measured, &fresh, false),
+    );
+    report += &t;
+    let h = held_out_all;
+    report += &format!(
+        "held-out set: {} records, detected {}, fix 1 {} ({}), among 1-3 {} ({}), harmful fix 1 {}\n",
+        h.records,
+        h.detected,
+        h.fix1,
+        Figures::pct(h.fix1, h.detected),
+        h.top3,
+        Figures::pct(h.top3, h.detected),
+        h.harmful
+    );
+    report += &format!("\nharmful first fixes (held out of the counts):\n{}\n", harmful_lines(&records, &diagnosed, &fresh).join("\n"));
     if std::env::var_os("OOMDOC_OUTCOMES_DETAIL").is_some() {
         for (r, f) in records.iter().zip(&diagnosed) {
             let Some(f) = f else {
-                report += &format!("\n{} [{}] worked {}: not detected", r.id, r.family, r.category);
+                report += &format!("\n{} [{}]{} worked {}: not detected", r.id, r.family, if r.held_out { " held-out" } else { "" }, r.category);
                 continue;
             };
-            let fixes: Vec<String> = f.fixes.iter().map(|x| format!("{}:{}", x.id, x.category)).collect();
+            let fixes: Vec<String> = ranked(r, f, Ranking::Measured, &fresh, !r.held_out).iter().map(|x| format!("{}:{}", x.id, x.category)).collect();
             let dead: Vec<String> = f.dead_ends.iter().map(|x| format!("{}:{}", x.id, x.category)).collect();
             report += &format!(
-                "\n{} [{}] worked {} misleading {:?}\n  {} case {}\n  fixes {}\n  dead {}\n  cause {}",
+                "\n{} [{}]{} worked {} misleading {:?}\n  {} case {}\n  fixes {}\n  dead {}\n  cause {}",
                 r.id,
                 r.family,
+                if r.held_out { " held-out" } else { "" },
                 r.category,
                 r.misleading,
                 f.id,
@@ -275,10 +324,13 @@ fn outcomes() {
     assert!(m.harmful * 100 <= m.detected * CEILING_HARMFUL_PCT, "harmful first fix in {} of {}", m.harmful, m.detected);
 }
 
-// Measured 2026-11-26 on 303 records (held out): detected 258 (85%), fix 1 143 (55%), among
-// fixes 1-3 198 (77%), harmful first fix 23 (9%). The floors sit two or three points below so
-// that records added to the corpus do not fail the test by themselves; worse advice does.
+// Measured 2026-11-26 on the 303 corpus records (each record's own thread held out of the
+// entry's, family's and memory group's counts, and of the known regressions): detected 258
+// (85%), fix 1 146 (57%), among fixes 1-3 214 (83%), harmful first fix 20 (8%). The floors sit
+// two or three points below so that records added to the corpus do not fail the test by
+// themselves; worse advice does.
+// The held-out set (c-heldout.jsonl) is reported, not asserted: no floor is fitted to it.
 const FLOOR_DETECTED_PCT: u32 = 83;
-const FLOOR_FIX1_PCT: u32 = 53;
-const FLOOR_TOP3_PCT: u32 = 74;
-const CEILING_HARMFUL_PCT: u32 = 11;
+const FLOOR_FIX1_PCT: u32 = 54;
+const FLOOR_TOP3_PCT: u32 = 80;
+const CEILING_HARMFUL_PCT: u32 = 10;

@@ -97,3 +97,12 @@ fn multibyte_text_before_a_message_never_splits_a_character() {
         }
     }
 }
+
+/// Issue 25, D7: a kernel symbol table (`/proc/kallsyms`, read when a whole `/proc` is
+/// diagnosed) names the OOM handlers; it states no failure.
+#[test]
+fn kernel_symbol_tables_give_no_finding() {
+    let kallsyms = "ffffffffa1e2c3c0 t __pfx_out_of_memory_reset\nffffffffa1e2c3d0 T __pfx_pagefault_out_of_memory\nffffffffa1e2c3e0 T pagefault_out_of_memory\nffffffffa1e2c4f0 T __pfx_oom_killer_disable\nffffffffa1e2c500 T out_of_memory\nffffffffa1e2c700 t mem_cgroup_out_of_memory\n";
+    let r = diagnose_text(kallsyms, &Options::default());
+    assert!(r.findings.is_empty(), "{:?}", r.findings.iter().map(|f| &f.id).collect::<Vec<_>>());
+}

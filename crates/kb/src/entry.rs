@@ -502,6 +502,7 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("xla_generated_op", "TPU: the culprit is an op XLA generated itself (its name is an HLO opcode: fusion, convolution, dot, ...), not a custom call"),
     ("fragmentation_possible", "PyTorch: reserved-but-unallocated memory covers the request but is not material (under a tenth of the device, and not both twice the request and a twentieth of the device) after the allocator's own free-and-retry: a shortage first, fragmentation second"),
     ("held_outside_allocator", "PyTorch: device memory in use beyond what PyTorch's allocator holds is >= the request and >= a fifth of the device, and the message has no per-process lines to say whose it is"),
+    ("implausible_free", "the message reports more free memory than the device's total capacity: the driver's memory query is wrong (a runtime and kernel driver that do not match), so its figures say nothing about a shortage"),
     ("implausible_request", "one request is 1 PiB or more (or the message says more than 1 EB): larger than any device or host, so the size itself is wrong (corrupt data, an overflowed or uninitialised shape)"),
     ("evaluation_phase", "the log shows the failure in an evaluation or validation step (evaluate, validation, model.eval()), where autograd graphs kept by a loop without no_grad are a program bug"),
     ("cublas_cuda_check_wording", "cuBLAS: the status is worded `CUDA error: CUBLAS_STATUS_…` (PyTorch's and ggml's CUDA checks), not TensorFlow's `failed to create cublas handle`"),
@@ -531,6 +532,7 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("framework_mesh_tf", "the log comes from Mesh TensorFlow"),
     ("framework_paddle", "the log comes from PaddlePaddle"),
     ("framework_data", "the log shows a data library (pandas, polars, dask, pyarrow, datasets, scikit-learn)"),
+    ("in_memory_database", "DuckDB: the database runs in memory with no temp_directory, so unused blocks cannot be spilled to disk (the error says so)"),
 ];
 
 /// Placeholders the diagnose engine can fill. `_h` variants are human-readable (`18.00 MiB`).

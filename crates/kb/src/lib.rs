@@ -53,6 +53,17 @@ impl KnowledgeBase {
         })
     }
 
+    /// An embedded entry's `memory_space`, read from its file's top-level line without
+    /// parsing the entry (ranking reads it for every entry with outcomes). `None` for an
+    /// unknown id or an entry without one.
+    pub fn embedded_memory_space(id: &str) -> Option<&'static str> {
+        let i = ENTRY_IDS.iter().position(|e| *e == id)?;
+        let text: &'static str = ENTRY_FILES[i].1;
+        text.lines()
+            .take_while(|l| !l.trim_start().starts_with('['))
+            .find_map(|l| l.strip_prefix("memory_space")?.trim_start().strip_prefix('=')?.trim().strip_prefix('"')?.strip_suffix('"'))
+    }
+
     /// One embedded entry by id, parsed on first use: the `by_id` of [`KnowledgeBase::get`]
     /// without parsing the other entries (a diagnosis needs one or two of them; parsing
     /// all is most of a small log's time). `None` for an unknown id or an entry that does

@@ -17,6 +17,11 @@ pub struct Regression {
     pub affected: String,
     /// Knowledge-base entries whose failures this bug produces.
     pub entries: Vec<String>,
+    /// Words of the log that mark the bug's code path (a model file, an op, a feature's
+    /// log line), for a bug narrower than its entries: when given, the failure's block must
+    /// show one of them (case-sensitive) for the regression to be matched or listed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signs: Vec<String>,
     /// The release to move to (`0.1.29`, `>= 2.1.2`), as people write it.
     pub move_to: String,
     /// One line: what goes wrong in that range.
@@ -43,6 +48,9 @@ impl Regression {
         let req = self.requirement().ok_or_else(|| format!("affected `{}` is not `package>=X,<Y`", self.affected))?;
         if req.at_least.is_none() && req.below.is_none() {
             return Err("affected needs a bound".into());
+        }
+        if self.signs.iter().any(|s| s.trim().len() < 4) {
+            return Err("a sign is a word of at least 4 characters".into());
         }
         if self.entries.is_empty() {
             return Err("a regression names at least one entry".into());

@@ -19,8 +19,14 @@ impl Eq for Version {}
 impl Version {
     /// The leading `N.N[.N…]` of a version string (`v2.1.0+cu121` → 2.1.0). Needs a dot:
     /// a bare number is never taken for a version.
+    /// llama.cpp numbers its releases by build (`b3265`): that tag form reads as one
+    /// component, so builds compare as numbers.
     pub fn parse(s: &str) -> Option<Version> {
-        let s = s.trim().trim_start_matches(['v', 'V']);
+        let s = s.trim();
+        if let Some(build) = s.strip_prefix('b').filter(|b| (3..=7).contains(&b.len()) && b.chars().all(|c| c.is_ascii_digit())) {
+            return Some(Version(vec![build.parse().ok()?]));
+        }
+        let s = s.trim_start_matches(['v', 'V']);
         let mut parts = Vec::new();
         for piece in s.split('.') {
             let digits: String = piece.chars().take_while(|c| c.is_ascii_digit()).collect();
@@ -103,6 +109,9 @@ mod tests {
         assert_eq!(Version::parse("v0.4.30"), Some(Version(vec![0, 4, 30])));
         assert_eq!(Version::parse("2.2.0.dev20231010"), Some(Version(vec![2, 2, 0])));
         assert_eq!(Version::parse("12"), None);
+        assert_eq!(Version::parse("b3265"), Some(Version(vec![3265])));
+        assert!(Version::parse("b3265").unwrap() < Version::parse("b4000").unwrap());
+        assert_eq!(Version::parse("b12"), None);
         assert!(Version::parse("2.1").unwrap() == Version::parse("2.1.0").unwrap());
         assert!(Version::parse("1.13.1").unwrap() < Version::parse("2.0").unwrap());
         let r = Requirement::parse("vllm>=0.6,<0.6.4").unwrap();

@@ -105,3 +105,14 @@ fn fix_categories_are_required_and_the_contracts() {
     let (_, errors) = load(file("category = \"lower-batch\"\n"));
     assert!(!errors.is_empty(), "an unknown category id loads");
 }
+
+/// Ranking reads each entry's memory space from its file's top-level line without parsing
+/// the entry: that quick read agrees with the parsed entry for every embedded entry.
+#[test]
+fn quick_memory_space_agrees_with_the_parsed_entry() {
+    let kb = oomdoc_kb::KnowledgeBase::get();
+    assert!(!kb.entries().is_empty());
+    for e in kb.entries() {
+        assert_eq!(oomdoc_kb::KnowledgeBase::embedded_memory_space(&e.id), e.memory_space.as_deref(), "{}", e.id);
+    }
+}

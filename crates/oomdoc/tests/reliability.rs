@@ -718,6 +718,9 @@ fn too_long_paths_are_listed() {
     assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("none of the logs could be read") && e.contains("too long"), "{e}");
+    // Gone afterwards: a path past PATH_MAX left in target/ trips tools that walk it
+    // (`git worktree remove` fails on it). std's remove_dir_all walks by descriptor.
+    std::fs::remove_dir_all(&d).unwrap();
 }
 
 /// Me13: `memory -o` through a hard link to a file inside the input directory is refused.

@@ -4,7 +4,7 @@
 //! settings the log states (told apart from the runtime's own hints), and which
 //! limit a host-memory failure hit. Advice that does not fit the case is not shown.
 
-use super::version::{Version, VersionFact};
+use super::version::VersionFact;
 use crate::finding::Finding;
 use crate::grammar;
 use oomdoc_kb::Platform;
@@ -96,13 +96,6 @@ grammar!(os_macos, r"(?i)Killed: 9|\bdarwin\b|\bmacOS\b|\bmacosx\b|/opt/homebrew
 grammar!(os_linux, r"(?i)\blinux\b|(?:^|[\s\x22'(])/home/|(?:^|[\s\x22'(])/root/|/usr/lib/python|/usr/local/lib/python|/opt/conda|\bdmesg\b|oom-kill|Killed process|\bmanylinux|\bWSL\b");
 
 grammar!(
-    printed_version,
-    r"(?i)\b(torch|pytorch|jax|jaxlib|tensorflow(?:-gpu|-macos|-directml)?|tf-nightly|vllm|sglang|transformers|triton|diffusers|accelerate|deepspeed|xformers|bitsandbytes|onnxruntime(?:-gpu)?|tensorrt|libtpu(?:-nightly)?|torch[_-]xla|keras|peft|flash[_-]attn|llama[_-]cpp[_-]python|paddlepaddle(?:-gpu)?|mxnet|cupy(?:-cuda\w+)?|numba|mlx|ollama|python|text-generation-inference|torch[_-]directml|torch[_-]npu|intel[_-]extension[_-]for[_-]pytorch)(?:\.__version__)?(?:\s*==\s*|\s*=\s*|\s+version\s*[:=]?\s*|\s*:\s*|\s+v|\s+)['\x22]?v?(\d+\.\d+(?:\.\d+)*(?:[a-z]+\d*|\+[a-z0-9.]+)?)"
-);
-grammar!(vllm_banner, r"(?i)vLLM(?: API server)? version:? v?(\d+\.\d+(?:\.\d+)*)|LLM engine \(v(\d+\.\d+(?:\.\d+)*)\)");
-grammar!(cuda_version, r"CUDA Version:?\s+(\d+\.\d+)|Driver Version:\s+(\d+\.\d+(?:\.\d+)*)");
-
-grammar!(
     stated_setting,
     r"(?i)(PYTORCH_(?:CUDA_|HIP_|NPU_|XPU_)?ALLOC_CONF|XLA_PYTHON_CLIENT_(?:MEM_FRACTION|PREALLOCATE|ALLOCATOR)|XLA_CLIENT_MEM_FRACTION|TF_FORCE_GPU_ALLOW_GROWTH|TF_GPU_ALLOCATOR|LIBTPU_INIT_ARGS|OLLAMA_NUM_PARALLEL|OLLAMA_NUM_CTX)\s*[=:]\s*['\x22]?([^\s'\x22,;)]+)"
 );
@@ -145,8 +138,9 @@ pub fn frameworks(t: &str) -> Vec<&'static str> {
     checks.into_iter().filter(|c| c.1).map(|c| c.0).collect()
 }
 
-/// Read the case from the text around a finding.
-pub fn read(f: &Finding, block: &str) -> Case {
+/// Read the case from the text around a finding; `elsewhere` holds the versions the log
+/// prints far from it (its head: startup banners, environment reports).
+pub fn read(f: &Finding, block: &str, elsewhere: &BTreeMap<String, VersionFact>) -> Case {
     let mut case = Case { frameworks: frameworks(block).into_iter().map(str::to_string).collect(), ..Case::default() };
     if let Some(fw) = f.framework.as_deref() {
         if !case.has(fw) {
@@ -155,7 +149,7 @@ pub fn read(f: &Finding, block: &str) -> Case {
     }
     case.workload = workload(f, &case, block);
     case.os = os(f, block);
-    versions(f, block, &mut case.versions);
+    versions(f, block, elsewhere, &mut case.versions);
     settings(block, &mut case);
     if f.memory_space.as_deref() == Some("host") || f.id.starts_with("host.") {
         case.memory_limit = if host_cgroup().is_match(block) {
@@ -212,43 +206,15 @@ fn os(f: &Finding, block: &str) -> Option<String> {
     None
 }
 
-fn canonical_package(name: &str) -> String {
-    let n = name.to_ascii_lowercase().replace('-', "_");
-    match n.as_str() {
-        "pytorch" => "torch".into(),
-        "tensorflow_gpu" | "tensorflow_macos" | "tensorflow_directml" | "tf_nightly" => "tensorflow".into(),
-        "onnxruntime_gpu" => "onnxruntime".into(),
-        "libtpu_nightly" => "libtpu".into(),
-        "paddlepaddle" | "paddlepaddle_gpu" => "paddle".into(),
-        "text_generation_inference" => "tgi".into(),
-        "intel_extension_for_pytorch" => "ipex".into(),
-        n if n.starts_with("cupy_cuda") => "cupy".into(),
-        _ => n,
+/// Versions printed in the block around the failure first (nearest), then those the log
+/// prints elsewhere (`elsewhere`: its head, read once), then the range the message's
+/// wording dates.
+fn versions(f: &Finding, block: &str, elsewhere: &BTreeMap<String, VersionFact>, out: &mut BTreeMap<String, VersionFact>) {
+    for (name, fact) in super::version::printed_versions(block) {
+        out.entry(name).or_insert(fact);
     }
-}
-
-fn versions(f: &Finding, block: &str, out: &mut BTreeMap<String, VersionFact>) {
-    for c in printed_version().captures_iter(block) {
-        let name = canonical_package(&c[1]);
-        let v = &c[2];
-        // `python 3` alone or a year-like number is no release.
-        if Version::parse(v).is_none() || (name == "python" && !v.starts_with('3') && !v.starts_with('2')) {
-            continue;
-        }
-        out.entry(name).or_insert_with(|| VersionFact::printed(v));
-    }
-    for c in vllm_banner().captures_iter(block) {
-        if let Some(v) = c.get(1).or(c.get(2)) {
-            out.entry("vllm".into()).or_insert_with(|| VersionFact::printed(v.as_str()));
-        }
-    }
-    for c in cuda_version().captures_iter(block) {
-        if let Some(v) = c.get(1) {
-            out.entry("cuda".into()).or_insert_with(|| VersionFact::printed(v.as_str()));
-        }
-        if let Some(v) = c.get(2) {
-            out.entry("nvidia_driver".into()).or_insert_with(|| VersionFact::printed(v.as_str()));
-        }
+    for (name, fact) in elsewhere {
+        out.entry(name.clone()).or_insert_with(|| fact.clone());
     }
     if !out.contains_key("torch") {
         if let Some(range) = torch_message_format(f) {
@@ -335,6 +301,34 @@ mod tests {
         assert_eq!(c.versions["torch"].at_least.as_deref(), Some("2.1"));
         let set = case_of("$ export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 7.75 GiB of which 11.62 MiB is free.");
         assert_eq!(set.settings.get("PYTORCH_CUDA_ALLOC_CONF").map(String::as_str), Some("expandable_segments:True"));
+    }
+
+    /// A vLLM server log: the banner and arguments at the start, 40,000 request lines, then
+    /// the failure. The version comes from the log's head, the block's nearest print wins.
+    fn long_log(banner: &str) -> String {
+        let mut log = format!("{banner}\n");
+        for i in 0..40_000 {
+            log += &format!("INFO 06-12 10:{:02}:{:02} metrics.py:341] Avg prompt throughput: 812.3 tokens/s, Running: 12 reqs, GPU KV cache usage: 41.{i}%\n", i % 60, i % 59);
+        }
+        log + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.10 GiB of which 11.62 MiB is free.\n"
+    }
+
+    #[test]
+    fn versions_printed_far_from_the_failure() {
+        let log = long_log("INFO 06-12 10:00:00 api_server.py:177] vLLM API server version 0.4.3\nPyTorch version: 2.3.0+cu121");
+        assert!(log.len() > 1 << 20);
+        let c = case_of(&log);
+        assert_eq!(c.versions["vllm"].version.as_deref(), Some("0.4.3"));
+        assert_eq!(c.versions["torch"].version.as_deref(), Some("2.3.0+cu121"), "a printed version beats the message format's range");
+        // The same through a file (mapped windows on Linux): the head is read back.
+        let path = std::env::temp_dir().join(format!("oomdoc-head-{}.log", std::process::id()));
+        std::fs::write(&path, &log).unwrap();
+        let r = crate::diagnose_file(std::fs::File::open(&path).unwrap(), &crate::Options::default()).unwrap();
+        std::fs::remove_file(&path).ok();
+        assert_eq!(r.findings[0].case.versions["vllm"].version.as_deref(), Some("0.4.3"));
+        // Nearer wins: a version printed in the failure's block over the head's.
+        let c = case_of(&(long_log("vLLM API server version 0.4.3") + "vLLM API server version 0.5.0\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a total capacity of 79.10 GiB of which 1.62 MiB is free.\n"));
+        assert_eq!(c.versions["vllm"].version.as_deref(), Some("0.5.0"));
     }
 
     #[test]

@@ -22,6 +22,8 @@ const MIB: u64 = 1 << 20;
 pub struct Facts {
     pub conditions: BTreeSet<String>,
     pub vars: BTreeMap<String, String>,
+    /// Known regressions (`kb/regressions/`) of this failure whose signs the block shows.
+    pub regression_signs: BTreeSet<String>,
 }
 
 impl Facts {
@@ -192,6 +194,14 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str) -> Fact
     if s.requested.or(s.used).is_some_and(|b| b >= PIB) || more_than_an_exabyte().is_match(block) {
         x.set("implausible_request");
     }
+    // Free memory comes from the driver (`cudaMemGetInfo` / `hipMemGetInfo`); more free
+    // than the device has is a broken query (a runtime newer than its kernel driver), and
+    // then neither the free figure nor a shortage can be read from the message.
+    if let (Some(free), Some(total)) = (s.free, s.total) {
+        if free > total {
+            x.set("implausible_free");
+        }
+    }
     if block.contains("XLA_PYTHON_CLIENT_ALLOCATOR=platform") || block.contains("XLA_PYTHON_CLIENT_ALLOCATOR='platform'") {
         x.set("xla_platform_allocator");
     }
@@ -212,6 +222,11 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str) -> Fact
         x.set("windows_commit_limit");
     }
     family_facts(f, &mut x, block);
+    x.regression_signs = oomdoc_kb::regression::regressions()
+        .iter()
+        .filter(|r| r.entries.iter().any(|e| *e == f.id) && r.signs.iter().any(|sign| block.contains(sign.as_str())))
+        .map(|r| r.id.clone())
+        .collect();
     x
 }
 

@@ -15,14 +15,26 @@
 //!   (IP: ..) where the task (.., memory used=2.22GB) was running was 59.49GB / 62.58GB (0.950744),
 //!   which exceeds the memory usage threshold of 0.95."; raylet: "N Workers (tasks / actors) killed
 //!   due to memory pressure (OOM)".
+//!   Ray <= 2.0's Python monitor (`python/ray/memory_monitor.py`, `RayOutOfMemoryError.get_message`):
+//!   "More than 95% of the memory on node <host> is used (11.8 / 12.3 GB)." where "GB" is
+//!   GiB (`psutil` bytes / 1024**3).
+//! - Dask's scheduler: "KilledWorker: Attempted to run task 'x' on 4 different workers, but all
+//!   those workers died while running it." (a memory kill only where the workers' memory lines
+//!   stand beside it);
 //! - Dask distributed nanny: "Worker exceeded 95% memory budget. Restarting" (newer: "Worker
 //!   tcp://.. (pid=..) exceeded 95% memory budget. Restarting...").
 //! - SLURM slurmstepd: "Job 848444 exceeded memory limit (33715636 > 32757760), being killed"
 //!   (KiB), "Exceeded job memory limit", "Some of the step tasks have been OOM Killed".
 //! - systemd-oomd: "Killed <cgroup> due to memory pressure for <cgroup> being 51.07% > 50.00% for
-//!   > 20s with reclaim activity".
+//!   > 20s with reclaim activity" (journalctl cuts it at the terminal width: "... for <cgroup> be>"),
+//!   "Memory pressure for <cgroup> is 74.23% > 20.00% for > 2s with reclaim activity" before
+//!   "oomd attempting to kill <pid> with KILL", and systemd's own "<unit>: systemd-oomd killed 12
+//!   process(es) in this unit." (the wordings of public journal pastes; systemd's sources were
+//!   not re-read here).
 //! - Colab: "Your session crashed after using all available RAM."; Jupyter: "The kernel appears
-//!   to have died. It will restart automatically." (a kill without a traceback: likely memory).
+//!   to have died. It will restart automatically." (a kill without a traceback: likely memory),
+//!   and the server's own log line when the kernel process is gone, `KernelRestarter: restarting
+//!   kernel (1/5), keep random ports` (jupyter_client `restarter.py`, v8.9.1).
 
 use super::{has, Hit};
 use crate::finding::SizeKey;
@@ -43,6 +55,12 @@ pub const TRIGGERS: &[&str] = &[
     "Exceeded step memory limit",
     "using all available RAM",
     "kernel appears to have died",
+    "KernelRestarter: restarting kernel",
+    "RayOutOfMemoryError: More than",
+    "systemd-oomd killed",
+    "oomd attempting to kill",
+    "Memory pressure for",
+    "KilledWorker: Attempted to run task",
     "ipynb appears to have died",
 ];
 
@@ -58,7 +76,15 @@ grammar!(
     ray_task,
     r"(?:\d+ worker\(s\) were killed|Task was killed) due to the node running low on memory\.(?:\s*Memory on the node \([^)\n]*\)(?: where the (?:task|lease|actor)[^\n]*?memory used=(?P<task>[\d.]+GB)\))?[^\n]*? was (?P<used>[\d.]+GB) / (?P<total>[\d.]+GB) \((?P<frac>[\d.]+)\), which exceeds the memory usage threshold of (?P<thr>[\d.]+))?"
 );
+grammar!(
+    ray_legacy,
+    r"RayOutOfMemoryError: More than (?P<pct>\d+)% of the memory on node (?P<node>\S+) is used \((?P<used>[\d.]+) / (?P<total>[\d.]+) GB\)"
+);
 grammar!(ray_raylet, r"(?P<n>\d+) Workers \(tasks / actors\) killed due to memory pressure \(OOM\)");
+// The scheduler's verdict when every worker that ran a task died: why they died is in the
+// workers' own lines, so it is read as a memory kill only beside them.
+grammar!(dask_killed_worker, r"KilledWorker: Attempted to run task [^\n]{1,300}? on (?P<n>\d+) different workers, but all those workers died while running it\.?");
+grammar!(dask_memory_evidence, r"Worker memory limit|exceeded \d+% memory budget|Unmanaged memory use is high|Memory use is high but worker has no data");
 grammar!(dask, r"Worker (?:[\w:/.\-]+ \(pid=\d+\) )?exceeded (?P<pct>\d+)% memory budget\.\s*Restarting\.*");
 grammar!(
     slurm_limit,
@@ -66,10 +92,13 @@ grammar!(
 );
 grammar!(
     oomd,
-    r"Killed (?P<cg>/\S+) due to memory pressure for (?P<parent>/\S+) being (?P<p>[\d.]+)% > (?P<lim>[\d.]+)% for > (?P<dur>\w+) with reclaim activity"
+    r"Killed (?P<cg>/\S+) due to memory pressure for (?P<parent>/[^\s>]+)(?: being (?P<p>[\d.]+)% > (?P<lim>[\d.]+)% for > (?P<dur>\w+) with reclaim activity| be>)"
 );
+// The decision before the kill, and systemd's note on the unit it killed.
+grammar!(oomd_pressure, r"Memory pressure for (?P<cg>/\S+) is (?P<p>[\d.]+)% > (?P<lim>[\d.]+)% for > (?P<dur>\w+) with reclaim activity(?:[\s\S]{0,300}?oomd attempting to kill \d+ with KILL)?");
+grammar!(oomd_unit, r"(?P<unit>[\w@.\-]+): systemd-oomd killed (?P<n>\d+) process\(es\) in this unit\.?");
 grammar!(colab, r"Your session crashed after using all available RAM\.?");
-grammar!(kernel_died, r"(?:Kernel Restarting\s+)?The kernel (?:for [^\n]{1,200} )?appears to have died\. It will restart automatically\.?");
+grammar!(kernel_died, r"(?:Kernel Restarting\s+)?The kernel (?:for [^\n]{1,200} )?appears to have died\. It will restart automatically\.?|KernelRestarter: restarting kernel \(\d+/\d+\)(?:, (?:keep|new) random ports)?");
 
 fn host(id: &'static str, start: usize, end: usize) -> Hit {
     Hit::new(id, start, end).on(Platform::Cpu).during(Phase::Runtime).in_space("host").ranked(18)
@@ -141,6 +170,35 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
+    if has(t, "RayOutOfMemoryError") {
+        for c in ray_legacy().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host("cluster.ray-memory-monitor", m.start(), m.end());
+            for (g, k) in [("used", SizeKey::Used), ("total", SizeKey::Total)] {
+                // Printed as "GB", computed as bytes / 1024**3.
+                h.size(k, &format!("{} GiB", &c[g]));
+            }
+            h.detail("usage_threshold", c["pct"].parse::<u64>().ok().map(|p| p as f64 / 100.0));
+            hits.push(h);
+        }
+    }
+    if has(t, "oomd") {
+        for c in oomd_pressure().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host("host.oom-killer", m.start(), m.end());
+            h.detail("killer", "systemd-oomd").detail("memory_pressure", format!("{}% > {}% for > {}", &c["p"], &c["lim"], &c["dur"]));
+            h.culprit.op = Some(c["cg"].to_string());
+            hits.push(h);
+        }
+        for c in oomd_unit().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host("host.oom-killer", m.start(), m.end());
+            h.detail("killer", "systemd-oomd").detail("processes_killed", c["n"].parse::<u64>().ok());
+            h.culprit.op = Some(c["unit"].to_string());
+            h.priority = 25;
+            hits.push(h);
+        }
+    }
     if has(t, "due to memory pressure") {
         for c in ray_raylet().captures_iter(t) {
             let m = c.get(0).unwrap();
@@ -151,8 +209,21 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         for c in oomd().captures_iter(t) {
             let m = c.get(0).unwrap();
             let mut h = host("host.oom-killer", m.start(), m.end());
-            h.detail("killer", "systemd-oomd").detail("memory_pressure", format!("{}% > {}% for > {}", &c["p"], &c["lim"], &c["dur"]));
+            h.detail("killer", "systemd-oomd");
+            if let (Some(p), Some(lim), Some(dur)) = (c.name("p"), c.name("lim"), c.name("dur")) {
+                h.detail("memory_pressure", format!("{}% > {}% for > {}", p.as_str(), lim.as_str(), dur.as_str()));
+            }
             h.culprit.op = Some(c["cg"].to_string());
+            hits.push(h);
+        }
+    }
+    if has(t, "KilledWorker") && dask_memory_evidence().is_match(t) {
+        for c in dask_killed_worker().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host("cluster.dask-worker-memory", m.start(), m.end());
+            h.detail("workers_died", c["n"].parse::<u64>().ok());
+            h.likely("every worker that ran the task died; the workers' own lines beside it show their memory at its limit, and the nanny restarts a worker that passes it");
+            h.priority = 30;
             hits.push(h);
         }
     }
@@ -190,7 +261,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
-    if has(t, "appears to have died") {
+    if has(t, "appears to have died") || has(t, "KernelRestarter") {
         for m in kernel_died().find_iter(t) {
             let mut h = host("host.oom-killer", m.start(), m.end());
             h.detail("killer", "jupyter");

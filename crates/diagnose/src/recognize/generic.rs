@@ -89,12 +89,31 @@ pub const TRIGGERS: &[&str] = &[
     // A CHECK_EQ of a status against success: `== CUFFT_SUCCESS (2 vs. 0)`.
     " vs. 0)",
     "not available to allocate",
+    // "Failed to alloc DEVICE memory", "failed to malloc npu memory" (Neuron, RKNN), DeepSpeed's
+    // "can't be allocated, no enough memory", TVM's "storage allocation failure", OpenVINO's
+    // "Exceeded max size of memory object allocation", RKNN's `RKNN_ERR_MALLOC_FAIL`.
+    "to alloc ",
+    "o enough memory",
+    "allocation failure",
+    "max size of memory",
+    "MALLOC_FAIL",
+    // OpenCL's enqueue calls print their status right after the call: `clEnqueueNDRangeKernel (-4)`.
+    "clEnqueue",
+    // Sophgo's bmlib (`bm_alloc_gmem failed`), "Alloc Device Memory Failed", ExLlama's
+    // "Insufficient VRAM for model and cache" (claimed by its own grammar in `misc.rs`).
+    "alloc_gmem",
+    "Memory Failed",
+    "memory failed",
+    "for model and cache",
+    // TensorFlow's cuFFT plan failure ("failed to create cuFFT batched plan:2" just before it).
+    "customized allocator",
+    "insufficient system memory",
 ]; 
 
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
 grammar!(
     strong,
-    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) allocate\b|not[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?memory|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _]failed|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|memory allocation of \d+ bytes failed|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b"
+    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)\b|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|memory allocation of \d+ bytes failed|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b"
 );
 // What makes the line an error report, before the phrase.
 grammar!(
@@ -111,18 +130,23 @@ grammar!(code, r#"\braise \w|\bdef \w|\breturn \w|^\s*(?:if|elif|while|assert) .
 // Operators: code, unless the line is already an error report (RET_CHECK / CHECK expressions).
 grammar!(operators, r"==|!=|&&|\|\||;\s*$");
 // A message at the start of a line (after a log prefix) needs no marker: "Failed to allocate 14495514624 bytes of memory".
-grammar!(line_start_phrase, r#"(?i)^(?:[\s>*`"'\[\]\w:./-]|\p{So}){0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to allocate|(?:cannot|can't|could not) allocate|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed|out of (?:gpu|device) resources|memory allocation of \d+ bytes failed)"#);
+grammar!(line_start_phrase, r#"(?i)^(?:[\s>*`"'\[\]\w:./-]|\p{So}){0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to (?:allocate|m?alloc\b)|(?:cannot|can't|could not) allocate|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed|out of (?:gpu|device) resources|memory allocation of \d+ bytes failed|exceed(?:s|ed)? max(?:imum)? (?:\w+ ){0,4}(?:allocation|memory))"#);
 
 // Sizes by general rules, next to the word that names them. Only sizes with a unit (or
 // `bytes`) are read here: a bare number next to "allocate" may count elements or blocks.
 const SZU: &str = r"[0-9][0-9,]*(?:\.[0-9]+)?\s?(?:[KMGTPE]i?B|[KMGTPE]|B|bytes?)\b";
 grammar!(requested, &r"(?i)(?:allocat(?:e|ing|ion)|\bmap|request(?:ed|ing)?|need(?:s|ed)?|require[sd]?)(?: (?:a|an|the|additional))?(?: (?:buffer|tensor|memory|block|chunk|array|region|data))?(?: (?:of|for|with))?(?: size)?(?:\s*[=:(]\s*|\s*)(?P<v>0x[0-9a-fA-F]+|{SZU})".replace("{SZU}", SZU));
-grammar!(size_eq, r"(?i)\bsize[ ]?[=:]{1,2}[ ]?(?P<v>\d[\d,]*)\b");
+// `size = 0x639c00` (hex, exact), `size=16777216`, and `size  419795968` (a bare count of five
+// digits or more after the word: a batch "size 32" is not bytes).
+grammar!(size_eq, r"(?i)\bsize(?:[ ]?[=:]{1,2}[ ]?(?P<v>0x[0-9a-fA-F]+\b|\d[\d,]*\b)|[ ]+(?P<w>\d{5,})\b)");
+// "Failed to alloc DEVICE memory: 10485760": the count after "alloc … memory:" is the bytes asked for
+// (not "Free memory: 24564", which may count MiB).
+grammar!(memory_eq, r"(?i)\balloc\w*\s+(?:\w+\s+){0,2}memory\s?[=:]\s?(?P<v>\d{4,})(?P<u>\s?(?:[KMGTPE]i?B|bytes?|B)\b)?");
 // "(260.3 MiB/476.8 MiB used)": what is in use of a budget, both with units.
 grammar!(used_of, &r"\((?P<u>{SZU})\s*/\s*(?P<l>{SZU}) used\)".replace("{SZU}", SZU));
 grammar!(free_sz, &r"(?i)(?P<a>{SZU}) (?:is |are )?(?:free|available)\b|(?:free|available)(?: memory)?(?: is| was)?(?: only)?(?:\s*[=:]\s*|\s*)(?P<b>{SZU})".replace("{SZU}", SZU));
 grammar!(total_sz, &r"(?i)(?P<a>{SZU}) total\b|\btotal(?: memory| capacity)?(?: of| is)?(?:\s*[=:]\s*|\s*)(?P<b>{SZU})".replace("{SZU}", SZU));
-grammar!(limit_sz, &r"(?i)\b(?:limit|max(?:imum)?(?: allowed)?|capacity)(?: of| is| size)?(?:\s*[=:]\s*|\s*)(?P<b>{SZU})".replace("{SZU}", SZU));
+grammar!(limit_sz, &r"(?i)\b(?:limit|max(?:imum)?(?: allowed)?|capacity)(?: of| is| size)?(?:\s*[=:]\s*|\s*)(?P<b>{SZU})|\bmax(?:imum)? alloc(?:ation)? size(?: [a-z]+){0,3} is (?P<c>{SZU})".replace("{SZU}", SZU));
 grammar!(alloc_sz, &r"(?i)(?P<a>{SZU})(?: memory)? (?:has been|have been|already) allocated|\ballocated(?: so far)?\s*[=:]\s*(?P<b>{SZU})".replace("{SZU}", SZU));
 
 // Words that name the platform and the memory space.
@@ -135,12 +159,12 @@ grammar!(w_npu, r"\bNPU\b|\bnpu\b|\bAscend\b|\bCANN\b|\bACL_ERROR\w*");
 grammar!(w_tpu, r"\bTPU\b");
 grammar!(
     w_host,
-    r"\bCPU\b|\bcpu\b(?:[^.]|$)|intel_cpu|\bhost\b|\bHost\b|DefaultCPUAllocator|posix_memalign|\bmalloc\b|\bmmap\b|\bRAM\b|\bswap\b|CPUPlace|virtual memory|\bpinned\b|page-locked"
+    r"\bCPU\b|\bcpu\b(?:[^.]|$)|intel_cpu|\bhost\b|\bHost\b|DefaultCPUAllocator|posix_memalign|\bmalloc\b|\bmmap\b|\bRAM\b|\bswap\b|CPUPlace|virtual memory|(?i:\bsystem memory\b)|\bpinned\b|page-locked"
 );
 // Host by default: Python's MemoryError, C++ bad_alloc, errno ENOMEM, unless a device is named.
 // Rust's std::alloc::handle_alloc_error prints "memory allocation of N bytes failed" for the heap.
 grammar!(w_host_weak, r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b|(?i:memory allocation of \d+ bytes failed)|Out of Memory Error:|\bOutOfMemoryException\b|\bArrowMemoryError\b");
-grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|(?i:\bdevice memory\b)|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bRMM_\w+|\bDirectML\b|\bDML\b|\bVulkan\b|\bPT_DEVMEM\b|\bHPU\b|\bhpu\b|\bGaudi\b|\bhabana\w*");
+grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|(?i:\bdevice memory\b)|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bRMM_\w+|\bDirectML\b|\bDML\b|\bVulkan\b|\bPT_DEVMEM\b|\bHPU\b|\bhpu\b|\bGaudi\b|\bhabana\w*|(?i:\b(?:npu|video|graphics|dedicated)[ _]memory\b)|\bpoplar\w*|\bpopart\b|\bIPU\b|\bdev_id\b|(?:\b|_)gmem\b|\bbmlib\w*|\bXRT\w*|\bxrt\w*");
 
 grammar!(
     other_cause,
@@ -180,12 +204,17 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             continue;
         }
         let line = &t[ls..le];
-        let before = &t[ls..m.start()];
+        // The phrase inside an identifier (`pagefault_out_of_memory`): what stands before it
+        // in that identifier is part of the name, never an error marker.
+        let before = identifier_head_removed(&t[ls..m.start()], m.as_str());
         let phrase = m.as_str();
-        if prose().is_match(line) || code().is_match(message_part(line, m.start() - ls)) {
+        if prose().is_match(sentence_of(line, m.start() - ls, m.end() - ls)) || code().is_match(message_part(line, m.start() - ls)) || symbol_table_line().is_match(line) {
             continue;
         }
-        if operators().is_match(line) && !error_marker().is_match(before) {
+        // Code operators count in the phrase's own sentence: "Expected ret == 0 to be true, but got
+        // false. Alloc Device Memory Failed!" is a check's report, then the failure.
+        let sentence = sentence_of(line, m.start() - ls, m.end() - ls);
+        if operators().is_match(sentence) && !error_marker().is_match(before) {
             continue;
         }
         // "failed to allocate …: invalid argument": the call failed, and it says why, for
@@ -213,7 +242,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             if phrase == "MemoryError" && !after_is_message(t, m.end(), le) {
                 continue;
             }
-        } else if !(marked || leads) {
+        } else if !(marked || leads || killed_for().is_match(before)) {
             continue;
         }
         let end = message_end(t, le);
@@ -263,6 +292,24 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     hits.extend(found);
 }
 
+/// `before` without the start of the identifier the phrase continues (`pagefault` of
+/// `pagefault_out_of_memory`), unless a part of that identifier is itself an error word: a
+/// status name (`VPI_ERROR_OUT_OF_MEMORY`) marks its own failure.
+fn identifier_head_removed<'a>(before: &'a str, phrase: &str) -> &'a str {
+    let glued = phrase.starts_with('_') || before.ends_with(|c: char| c.is_alphanumeric() || c == '_');
+    if !glued {
+        return before;
+    }
+    let rest = before.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_');
+    let head = &before[rest.len()..];
+    let marks = head.split('_').any(|w| ["error", "err", "fail", "failed", "failure", "fatal", "exception", "status"].iter().any(|e| w.eq_ignore_ascii_case(e)));
+    if marks {
+        before
+    } else {
+        rest
+    }
+}
+
 // Every member name of the runtimes' status enums, as a whole word.
 fn member_names() -> &'static regex::Regex {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
@@ -282,11 +329,20 @@ fn runtime_calls() -> &'static [regex::Regex] {
 // `status = 4`, `error code 1455`, `(2 vs. 0)` (a CHECK_EQ against success), `[WinError 8]`.
 grammar!(
     status_value,
-    r"(?i:\b(?:win)?error|\berr|\berrno|\bstatus|\bres|\bresult|\bcode|\breturned|\brc|\bret|\bfailed|\bfailure)(?: code| number| value)?\s*(?:[:=(]\s*)?(?P<v>-?0[xX][0-9A-Fa-f]{1,8}\b|-?\d{1,10}\b)|\((?P<c>-?\d{1,10}) vs\. 0\)"
+    &r"(?i:\b(?:win)?error|\berr|\berrno|\bstatus|\bres|\bresult|\bcode|\breturned|\brc|\bret|\bfailed|\bfailure)(?: code| number| value)?\s*(?:[:=(]\s*)?(?P<v>-?0[xX][0-9A-Fa-f]{1,8}\b|-?\d{1,10}\b)|\((?P<c>-?\d{1,10}) vs\. 0\)|{ADJ}|\bfail(?:ed|ure)?\b[^\n:]{1,60}:(?P<f>-?\d{1,10})\b"
+        .replace("{ADJ}", CALL_ADJACENT)
 );
+// A negative status right after a runtime's own call, with at most one word between:
+// `clEnqueueNDRangeKernel (-4) error`, `vkAllocateMemory failed -2` (typed by hand: `Faied -2`).
+// Only Vulkan, OpenCL and RKNN print their failures as negative values, and their calls are camelCase
+// or `rknn_` names.
+const CALL_ADJACENT: &str = r"\b(?:vk|cl|rknn_)[A-Za-z]\w*\)?[ \t]+(?:[A-Za-z]+[ \t]+)?\(?(?P<n>-\d{1,10})\)?(?:[^\w.]|$)";
 // Words that say a memory failure was near: a Likely member that needs context is read only beside one.
 grammar!(memory_near, r"(?i)out[ _-]?of[ _-]?(?:\w+[ _-])?memory|(?:failed|unable|cannot|can't|could not) (?:to )?allocate|alloc(?:ation)?[ _]failed|\bOOM\b");
 grammar!(exception_start, r"\b[A-Z]\w*(?:Error|Exception)\b:|\bFATAL ERROR\b");
+// A kill that says why: "neuronx-cc was forcibly killed - This most commonly occurs due to insufficient
+// system memory" (not for a bare "OOM", which a kill line only guesses at).
+grammar!(killed_for, r"(?i)\bkilled\b");
 grammar!(page_lock, r"\b(?:mlock|munlock|mlockall|VirtualLock)\b|RLIMIT_MEMLOCK|RLIMIT_MLOCK");
 grammar!(alloc_words, r"(?i)\balloc\w*[ _](?:fail|error)|\bfailed to alloc|\bunable to alloc|\bout of (?:\w+ )?memory");
 // A runtime's device allocation call that failed. Without a status that says why, lack of
@@ -295,6 +351,10 @@ grammar!(
     alloc_call_failed,
     r"\b(?P<call>cudaMalloc\w*|cuMemAlloc\w*|cuMemCreate|hipMalloc\w*|hipExtMalloc\w*|clCreateBuffer|vkAllocateMemory|zeMemAlloc\w*|CreateCommittedResource|CreatePlacedResource|aclrtMalloc\w*|nrt_tensor_allocate|synDeviceMalloc)\b(?:\([^\n]{0,300}?\))?[^\n]{0,40}?(?:\bfail(?:ed|ure)\b|\) >= 0\)\) == \(true\))|\bCHECK failed:[^\n]{0,60}?\b(?P<call2>CreateCommittedResource|CreatePlacedResource)\b"
 );
+// A symbol table (`/proc/kallsyms`, `nm`, `System.map`): an address, a type letter and a
+// symbol per line. Kernel functions are named after what they handle
+// (`pagefault_out_of_memory`, `mem_cgroup_out_of_memory`); a list of names is no failure.
+grammar!(symbol_table_line, r"^\s*(?:0x)?[0-9a-fA-F]{8,16}\s+[A-Za-z?]\s+[\w.$@]+(?:\s+\[[\w.\-]+\])?\s*$");
 // Enum listings, switch statements and headers quoting the names are code, not failures.
 grammar!(listing, r"^\s*(?:case\s|#define\s|[A-Za-z_]\w*\s*=\s*-?(?:0x)?[0-9A-Fa-f]+\s*,?\s*(?://.*)?$|[|-]\s*[A-Za-z_]\w*\s*\|)");
 
@@ -302,7 +362,8 @@ grammar!(listing, r"^\s*(?:case\s|#define\s|[A-Za-z_]\w*\s*=\s*-?(?:0x)?[0-9A-Fa
 /// its calls by value (see [`vocabulary`]).
 fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
     let mut out: Vec<Hit> = Vec::new();
-    let mut seen: Vec<(usize, usize, &'static vocabulary::Member, usize, usize)> = Vec::new();
+    // (start, end, member, value start, value end, read right after the runtime's own call)
+    let mut seen: Vec<(usize, usize, &'static vocabulary::Member, usize, usize, bool)> = Vec::new();
     for m in member_names().find_iter(t) {
         let s = m.start() + usize::from(t[m.start()..].starts_with('_'));
         if let Some(member) = vocabulary::member(&t[s..m.end()]) {
@@ -311,13 +372,15 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
             if member.runtime == "java" && t[..s].ends_with('.') && !t[..s].ends_with("java.lang.") {
                 continue;
             }
-            seen.push((s, m.end(), member, s, m.end()));
+            seen.push((s, m.end(), member, s, m.end(), false));
         }
     }
     // By value, beside the runtime's own calls on an error line.
     if t.bytes().any(|b| b.is_ascii_digit()) {
         for c in status_value().captures_iter(t) {
-            let Some(v) = c.name("v").or(c.name("c")) else { continue };
+            let adjacent = c.name("n").is_some();
+            // `failed to create cuFFT batched plan:2` (TensorFlow's cuda_fft.cc prints the status glued after a colon).
+            let Some(v) = c.name("v").or(c.name("c")).or(c.name("n")).or(c.name("f")) else { continue };
             let Some(value) = vocabulary::parse_value(v.as_str()) else { continue };
             // `error 2.5 s` is a number, not a status.
             if t[v.end()..].starts_with('.') && t[v.end() + 1..].starts_with(|ch: char| ch.is_ascii_digit()) {
@@ -342,13 +405,13 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
             let Some((at, rt)) = best else { continue };
             if let Some(member) = vocabulary::by_value(rt.id, value).next() {
                 if !seen.iter().any(|x| x.0 <= v.start() && v.start() < x.1 + 200 && x.2.runtime == member.runtime) {
-                    seen.push((ls + at, v.end(), member, v.start(), v.end()));
+                    seen.push((ls + at, v.end(), member, v.start(), v.end(), adjacent));
                 }
             }
         }
     }
     seen.sort_by_key(|x| x.0);
-    for (start, end, member, vs, ve) in seen {
+    for (start, end, member, vs, ve, adjacent) in seen {
         let (ls, le) = line_bounds(t, start, end);
         let (ns, ne) = near(t, ls, le, 2);
         if existing.iter().any(|&(s, e)| s < ne && ns < e) {
@@ -361,7 +424,8 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
         let named_here = &t[vs..ve] == member.name;
         // A name that is not itself an error name (`E_OUTOFMEMORY`, `ENOMEM`) needs an error marker.
         let self_marked = named_here && (member.name.contains("ERROR") || member.name.contains("Error") || member.name.contains("FAIL") || member.name.contains("Fail"));
-        if !self_marked && !error_marker().is_match(line) {
+        // A failure status returned by the call itself needs no other marker.
+        if !self_marked && !adjacent && !error_marker().is_match(line) {
             continue;
         }
         let reason = match member.meaning {
@@ -438,7 +502,7 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
         if prose().is_match(line) || listing().is_match(line) || other_cause().is_match(line) {
             continue;
         }
-        if status_value().captures_iter(line).any(|v| v.name("v").or(v.name("c")).and_then(|v| vocabulary::parse_value(v.as_str())).is_some_and(|v| v != 0)) {
+        if status_value().captures_iter(line).any(|v| v.name("v").or(v.name("c")).or(v.name("n")).or(v.name("f")).and_then(|v| vocabulary::parse_value(v.as_str())).is_some_and(|v| v != 0)) {
             continue; // a stated status decides (read above when it is a memory one)
         }
         let call = c.name("call").or(c.name("call2")).map_or("", |m| m.as_str());
@@ -458,6 +522,16 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
         out.push(h);
     }
     out
+}
+
+/// The sentence of a line that holds the phrase at `s..e`: a hint the runtime appends after its
+/// message ("... 4294959104 bytes.Please try to reduce batch size") is not the message itself.
+fn sentence_of(line: &str, s: usize, e: usize) -> &str {
+    let b = line.as_bytes();
+    let ends_sentence = |i: usize| matches!(b[i], b'.' | b'!' | b'?') && b.get(i + 1).is_some_and(|&n| n == b' ' || n.is_ascii_uppercase());
+    let start = (0..s).rev().find(|&i| ends_sentence(i)).map_or(0, |i| i + 1);
+    let end = (e..b.len()).find(|&i| ends_sentence(i)).map_or(b.len(), |i| i + 1);
+    &line[start..end]
 }
 
 /// The part of a line from the exception that raised the phrase at `at` (a traceback's last
@@ -522,16 +596,27 @@ fn sizes(msg: &str, h: &mut Hit) {
         }
     }
     if h.get(SizeKey::Requested).is_none() {
-        if let Some(c) = size_eq().captures(msg) {
-            let digits: String = c["v"].chars().filter(|ch| ch.is_ascii_digit()).collect();
-            if let Ok(b) = digits.parse::<u64>() {
+        if let Some(c) = memory_eq().captures(msg).filter(|c| c.name("u").is_none()) {
+            if let Ok(b) = c["v"].parse::<u64>() {
                 h.bytes(SizeKey::Requested, b, c["v"].to_string());
+            }
+        }
+    }
+    if h.get(SizeKey::Requested).is_none() {
+        if let Some(v) = size_eq().captures(msg).and_then(|c| c.name("v").or(c.name("w"))) {
+            let v = v.as_str();
+            let bytes = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+                Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                None => v.chars().filter(|ch| ch.is_ascii_digit()).collect::<String>().parse::<u64>().ok(),
+            };
+            if let Some(b) = bytes {
+                h.bytes(SizeKey::Requested, b, v.to_string());
             }
         }
     }
     for (re, key) in [(free_sz(), SizeKey::Free), (total_sz(), SizeKey::Total), (limit_sz(), SizeKey::Limit), (alloc_sz(), SizeKey::Allocated)] {
         // The first occurrence that carries a unit ("GPU 0, available" is not a size).
-        let v = re.captures_iter(msg).filter_map(|c| c.name("a").or(c.name("b"))).find(|v| has_unit(v.as_str()));
+        let v = re.captures_iter(msg).filter_map(|c| c.name("a").or(c.name("b")).or(c.name("c"))).find(|v| has_unit(v.as_str()));
         if let Some(v) = v {
             if h.get(key).is_none() {
                 h.size(key, v.as_str());
@@ -674,6 +759,21 @@ mod tests {
     }
 
     #[test]
+    fn symbol_tables_are_names_not_failures() {
+        // /proc/kallsyms (issue 25, D7): the kernel's OOM handlers by name.
+        let kallsyms = "ffffffffa1e2c3d0 T __pfx_pagefault_out_of_memory\nffffffffa1e2c3e0 T pagefault_out_of_memory\nffffffffa1e2c500 T out_of_memory\nffffffffa1e2c700 t mem_cgroup_out_of_memory\t[kernel]";
+        assert!(one(kallsyms).is_none());
+        // `nm` output of a library.
+        assert!(one("0000000000a1b2c0 T _ZN3c1018OutOfMemoryErrorD0Ev\n0000000000a1b2f0 t handle_out_of_memory").is_none());
+        // A name glued to the phrase is no error marker: `pagefault` of `pagefault_out_of_memory`.
+        assert!(one("called pagefault_out_of_memory from the fault path").is_none());
+        // A status name carries its own error word: `VPI_ERROR_OUT_OF_MEMORY`.
+        assert!(one("VPI_ERROR_OUT_OF_MEMORY").is_some());
+        // A message that names such a function still counts.
+        assert!(one("ERROR: out of memory in pagefault_out_of_memory").is_some());
+    }
+
+    #[test]
     fn prose_and_hints_stay_silent() {
         assert!(one("If you encounter CUDA out of memory, try to set --tile with a smaller number.").is_none());
         assert!(one("I encountered OOM with 50GB GPUs.").is_none());
@@ -740,6 +840,60 @@ mod tests {
         // aws-neuron/aws-neuron-samples#96: NRT_RESOURCE (4) alone would be likely; the message says allocation.
         let h = one("RuntimeError: nrt_load_collectives status=4 message=\"Allocation Failure\"").unwrap();
         assert_eq!((h.details["status"].as_str(), h.confidence), (Some("NRT_RESOURCE"), Confidence::Certain));
+    }
+
+    #[test]
+    fn a_negative_status_right_after_the_call() {
+        // mbevand/silentarmy#59 (title): OpenCL's -4 is CL_MEM_OBJECT_ALLOCATION_FAILURE.
+        let h = one("sa-solver clEnqueueNDRangeKernel (-4) error").unwrap();
+        assert_eq!((h.id, h.details["status"].as_str()), ("generic.device-oom", Some("CL_MEM_OBJECT_ALLOCATION_FAILURE")));
+        // n00mkrad/flowframes#12 (title, the reporter's typo): Vulkan's -2, no other error word needed.
+        let h = one("vkAllocateMemory Faied -2").unwrap();
+        assert_eq!(h.details["status"].as_str(), Some("VK_ERROR_OUT_OF_DEVICE_MEMORY"));
+        // A value that is no member of the runtime's enum says nothing.
+        assert!(all("vkAllocateMemory failed -1000072003").is_empty());
+    }
+
+    #[test]
+    fn a_status_glued_after_a_colon() {
+        // tensorflow/tensorflow#8710 (the wording a maintainer quotes): 2 is CUFFT_ALLOC_FAILED.
+        let h = one("failed to create cuFFT batched plan:2").unwrap();
+        assert_eq!((h.details["status"].as_str(), h.platform), (Some("CUFFT_ALLOC_FAILED"), Some(Platform::Cuda)));
+        // jax-ml/jax#5147: 11 is CUFFT_INVALID_DEVICE, not memory.
+        assert!(all("E external/org_tensorflow/tensorflow/stream_executor/cuda/cuda_fft.cc:207] failed to create cuFFT batched plan:11").is_empty());
+    }
+
+    #[test]
+    fn sycl_unified_runtime_and_rknn_members() {
+        // ggml-org/llama.cpp#25286 and ggml-org/ggml#1072.
+        let h = one("level_zero backend failed with error: 39 [UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY]").unwrap();
+        assert_eq!((h.id, h.platform), ("generic.device-oom", Some(Platform::Xpu)));
+        assert!(all("level_zero backend failed with error: 20 [UR_RESULT_ERROR_DEVICE_LOST]").is_empty());
+        let h = one("Native API failed. Native API returns: 40 (UR_RESULT_ERROR_OUT_OF_RESOURCES)").unwrap();
+        assert_eq!(h.confidence, Confidence::Likely);
+        // rockchip-linux/rknn-toolkit#400 (title).
+        let h = one("Exception: RKNN init failed. error code: RKNN_ERR_MALLOC_FAIL").unwrap();
+        assert_eq!((h.id, h.platform, h.memory_space.as_deref()), ("generic.device-oom", Some(Platform::Npu), Some("device")));
+    }
+
+    #[test]
+    fn bare_byte_counts_and_npu_memory() {
+        // rockchip-linux/rknn-toolkit2#44: the size beside the flags, never the flags; npu memory is the device's.
+        let h = one("E/RKNN: failed to malloc npu memory!, size: 59187712, flags: 0x2").unwrap();
+        assert_eq!((h.id, h.platform, h.get(SizeKey::Requested)), ("generic.device-oom", Some(Platform::Npu), Some(59187712)));
+        // huggingface/optimum-neuron#668: the count after "memory:" is bytes.
+        let h = one("ERROR  TDRV:dmem_alloc_internal                     Failed to alloc DEVICE memory: 10485760").unwrap();
+        assert_eq!((h.id, h.get(SizeKey::Requested)), ("generic.device-oom", Some(10485760)));
+    }
+
+    #[test]
+    fn a_hint_glued_after_the_message_is_not_prose() {
+        // openvinotoolkit/openvino.genai#2406: an overflowed request is dropped with a note, the limit kept.
+        let h = one("[GPU] Exceeded max size of memory object allocation: requested 2305843008391495680 bytes, but max alloc size supported by device is 4294959104 bytes.Please try to reduce batch size or use lower precision.").unwrap();
+        assert_eq!((h.id, h.get(SizeKey::Requested), h.get(SizeKey::Limit)), ("generic.device-oom", None, Some(4294959104)));
+        assert!(!h.size_notes.is_empty());
+        // The hint alone is still prose.
+        assert!(one("Please try to reduce batch size to avoid out of memory errors.").is_none());
     }
 
     #[test]

@@ -12,6 +12,10 @@
 //! * `ggml/src/ggml-vulkan/ggml-vulkan.cpp`: `ggml_vulkan: Device memory allocation of size %zu failed.`
 //!   followed by the vulkan-hpp exception text `vk::Device::allocateMemory: ErrorOutOfDeviceMemory`.
 //! * `ggml/src/ggml-sycl/ggml-sycl.cpp`: `can't allocate %lu Bytes of memory on device`.
+//! * `ggml/src/ggml.c` (`ggml_new_object`, before 2023 `ggml_new_tensor_impl`): `"%s: not enough space in the
+//!   context's memory pool (needed %zu, available %zu)"` — a fixed-size context the program sized itself
+//!   (`ggml_init_params.mem_size`), not the machine's memory; and `GGML_ASSERT(ctx->mem_buffer != NULL)` in
+//!   `ggml_init`, the context's own buffer not allocated from host RAM.
 //! * Ollama `llm/server.go`: `model requires more system memory (%s) than is available (%s)`.
 
 use super::{has, window, window_before, Hit};
@@ -31,6 +35,8 @@ pub const TRIGGERS: &[&str] = &[
     "model requires more system memory",
     "of pinned memory",
     "current device:",
+    "context's memory pool",
+    "mem_buffer != NULL",
 ];
 
 grammar!(cuda_malloc, r"(?P<func>ggml_backend_\w+?_buffer_type_alloc_buffer): allocating (?P<mib>[0-9]+(?:\.[0-9]+)? MiB) on device (?P<dev>\d+): (?P<api>cudaMalloc|hipMalloc|musaMalloc) failed: out of memory");
@@ -47,6 +53,8 @@ grammar!(cuda_error_fn, r"(?:CUDA|ROCm|HIP|MUSA) error: out of memory\s+current 
 grammar!(cuda_error_old, r"CUDA error 2 at (?P<loc>[^\s]*ggml-cuda\.cu:\d+): out of memory");
 // Ollama reports the runner's last error line: `llama runner process has terminated: CUDA error: out of memory`.
 grammar!(runner_oom, r"(?:llama runner|llama-server) process has terminated: (?:exit status \S+: )?(?P<dev>CUDA|ROCm|HIP|cudaMalloc failed:) (?:error: )?out of memory");
+grammar!(context_pool, r"(?P<func>ggml_\w+): not enough space in the context's memory pool \(needed (?P<need>[0-9]+), available (?P<avail>[0-9]+)\)");
+grammar!(context_buffer, r"GGML_ASSERT: [^\n]*?ggml\.c:\d+: ctx->mem_buffer != NULL|ggml\.c:\d+: GGML_ASSERT\(ctx->mem_buffer != NULL\) failed");
 grammar!(ollama_sys, r"model requires more system memory \((?P<req>{SZ})\) than is available \((?P<free>{SZ})\)");
 
 /// Platform and memory space from a ggml buffer-type name (`CUDA0`, `ROCm1`, `Metal`, `Vulkan0`, `SYCL0`, `CPU`, `CUDA_Host`).
@@ -209,6 +217,27 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             };
             let mut h = base("ggml.buffer-alloc", m.start(), m.end(), platform, "device", 8);
             h.detail("reported_by", "ollama");
+            hits.push(h);
+        }
+    }
+    if has(t, "context's memory pool") {
+        for c in context_pool().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = base("ggml.context-pool", m.start(), m.end(), Platform::Cpu, "host", 10);
+            h.phase = Some(Phase::Runtime);
+            h.size(SizeKey::Requested, &c["need"]);
+            // The pool's size: what it could hold at all, so free within it and its limit.
+            h.size(SizeKey::Free, &c["avail"]);
+            h.size(SizeKey::Limit, &c["avail"]);
+            h.detail("function", &c["func"]);
+            hits.push(h);
+        }
+    }
+    if has(t, "mem_buffer != NULL") {
+        for m in context_buffer().find_iter(t) {
+            let mut h = base("generic.host-oom", m.start(), m.end(), Platform::Cpu, "host", 20);
+            h.likely("ggml_init could not allocate the context's buffer from host memory (its malloc returned NULL)");
+            h.detail("assertion", "ctx->mem_buffer != NULL");
             hits.push(h);
         }
     }

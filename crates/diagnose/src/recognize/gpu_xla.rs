@@ -24,6 +24,7 @@ grammar!(driver, r"failed to allocate\s+(?P<h>{SZ})(?:\s+\((?P<b>\d+) bytes\))?\
 grammar!(cubin, r"Failed to load in-memory CUBIN[^\n]{0,200}?CUDA_ERROR_OUT_OF_MEMORY");
 grammar!(bare_cuda_oom, r"CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory|\bhipErrorOutOfMemory\b");
 grammar!(masked, r"CUDNN_STATUS_(?:EXECUTION_FAILED|INTERNAL_ERROR|ALLOC_FAILED|NOT_INITIALIZED)|Failed to determine best cudnn convolution algorithm|cudaErrorMemoryAllocation");
+grammar!(xla_or_cudnn_words, r"(?i)\bjax|\bxla\b|xla_|tensorflow|\bcudnn");
 grammar!(cudnn_input, r"custom-call\((?P<shape>[a-z0-9]+\[[0-9,]*\])");
 grammar!(remat, r"Can't reduce memory use below\s+(?P<limit>{SZ})(?:\s+\((?P<limitb>\d+) bytes\))?\s+by rematerialization;\s+only reduced to\s+(?P<used>{SZ})(?:\s+\((?P<usedb>\d+) bytes\))?");
 grammar!(smem_limit, r"Shared memory size limit exceeded:\s*requested\s+(?P<req>\d+),\s*available:\s*(?P<lim>\d+)");
@@ -82,6 +83,12 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             if super::tpu::mentions_tpu(t) {
                 h.platform = Some(Platform::Tpu);
                 h.space("hbm");
+            } else if super::host::cpu_only_context(t) {
+                // JAX's CPU client: host RAM.
+                h.id = "host.xla-cpu";
+                h.platform = Some(Platform::Cpu);
+                h.space("host");
+                h.flag("framework_jax");
             } else {
                 h.platform = Some(platform);
                 h.space("device");
@@ -183,6 +190,12 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     }
     if has(t, "CUDNN_STATUS_") || has(t, "cudnn convolution algorithm") || has(t, "cudaErrorMemoryAllocation") {
         for m in masked().find_iter(t) {
+            // A bare CUDA runtime status is XLA's (cuDNN handle or workspace) only where the
+            // text shows XLA, JAX, TensorFlow or cuDNN; elsewhere (XGBoost's thrust/RMM
+            // allocator, CuPy) the runtime vocabulary names it.
+            if m.as_str() == "cudaErrorMemoryAllocation" && !xla_or_cudnn_words().is_match(t) {
+                continue;
+            }
             let mut h = Hit::new("xla-gpu.masked-cudnn", m.start(), m.end());
             h.platform = Some(Platform::Cuda);
             h.phase = Some(if m.as_str().starts_with("Failed to determine") { Phase::Compile } else { Phase::Runtime });

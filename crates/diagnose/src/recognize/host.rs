@@ -16,6 +16,16 @@
 //! - Linux `mm/oom_kill.c`: `Out of memory: Killed process N (comm) total-vm:..kB, anon-rss:..kB, ...`,
 //!   `oom-kill:constraint=...`, `Memory cgroup out of memory: ...`.
 //! - torch.distributed.elastic: `failed (exitcode: -9) local_rank: ...`, `Signal 9 (SIGKILL) received by PID N`.
+//! - Windows ERROR_COMMITMENT_LIMIT (1455) as each runtime prints it: `[WinError 1455]`, Rust's
+//!   `(os error 1455)`, Go's `VirtualAlloc ... errno=1455`, Java's `CreateProcess error=1455` and
+//!   `(DOS error/errno=1455)`, the HRESULT `0x800705AF`, or the English text alone (.NET, hcsshim).
+//! - MSVC's `std::bad_alloc::what()` is `bad allocation` (LightGBM, CatBoost on Windows).
+//! - DuckDB's buffer manager (`standard_buffer_manager.cpp`): `Out of Memory Error: failed to
+//!   allocate data of size X (Y/Z used)`, Z being `memory_limit`.
+//! - Launchers and runtimes reporting SIGKILL: kubelet's JSON (`"exitCode": 137`, `"reason": "OOM
+//!   Killed"`), `Subprocess return code: 137`, DeepSpeed's `exits with return code = -9`, gunicorn's
+//!   arbiter (`Worker (pid:N) was sent SIGKILL! Perhaps out of memory?`), MPICH's hydra (`BAD
+//!   TERMINATION OF ONE OF YOUR APPLICATION PROCESSES` … `EXIT CODE: 9`, the killing signal).
 
 use super::{has, Hit};
 use crate::finding::{Confidence, SizeKey};
@@ -40,6 +50,17 @@ pub const TRIGGERS: &[&str] = &[
     "insufficient shared memory",
     "WinError 1455",
     "error 1455",
+    "error=1455",
+    "errno=1455",
+    "paging file",
+    "bad allocation",
+    "No space left on device",
+    "Code\": 137",
+    "code\": 137",
+    "code: 137",
+    "sigkill_handler",
+    "was sent SIGKILL",
+    "BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES",
 ];
 
 grammar!(
@@ -51,16 +72,18 @@ grammar!(
     memalign,
     r"(?:Alloc (?P<req>\d+) error! \[Hint: )?Expected posix_memalign\([^)\n]*\) == 0, but received posix_memalign\([^)\n]*\):(?P<e1>\d+) != 0:0\.?|posix_memalign\([^)\n]*\) == 0\. (?P<e2>\d+) vs 0"
 );
-grammar!(xla_cpu, r"(?:RESOURCE_EXHAUSTED|Resource exhausted): Out of memory allocating (?P<req>\d+) bytes\.?");
+// JAX reports a failure in an eager op's dispatch as `INTERNAL: Error dispatching
+// computation: Out of memory allocating N bytes.` (jax 0.10, CPU): the same allocator's words.
+grammar!(xla_cpu, r"(?:RESOURCE_EXHAUSTED|Resource exhausted|INTERNAL: Error dispatching computation): Out of memory allocating (?P<req>\d+) bytes\.?");
 grammar!(accelerator_words, r"(?i)\bgpu|\bcuda|\brocm\b|\bhip\b|\btpu\b|gpu_\d|device:gpu");
 grammar!(ynn_alloc, r"allocate of <\d+> failed\.(?:[\s\S]{0,4000}?YNNPACK operation failed[^\n]*)?");
 grammar!(
     bad_alloc,
-    r"terminate called after throwing an instance of 'std::bad_alloc'(?:\s+what\(\):\s+std::bad_alloc)?|(?:what\(\):|Error:|Exception:|error:)\s*std::bad_alloc\b"
+    r"terminate called after throwing an instance of 'std::bad_alloc'(?:\s+what\(\):\s+std::bad_alloc)?|(?:what\(\):|Error:|Exception:|error:)\s*std::bad_alloc\b|\b(?:[\w.]*Error|error|[\w.]*Exception):\s*bad allocation\b"
 );
 grammar!(
     numpy_alloc,
-    r"(?P<exc>(?:[\w.]+\.)?(?:_ArrayMemoryError|MemoryError)): Unable to allocate (?:(?P<n>\d+(?:\.\d*)?)\s?(?P<u>[KMGTPE]i?B|B|bytes) for an )?array with (?:shape|form) \((?P<shape>[\d, ]*)\) and data type (?P<dt>\w+)"
+    r"(?P<exc>(?:[\w.]+\.)?(?:_ArrayMemoryError|MemoryError)): Unable to allocate (?:(?P<n>\d+(?:\.\d*)?)\s?(?P<u>[KMGTPE]i?B|B|bytes) for (?:an )?)?array with (?:shape|form) \((?P<shape>[\d, ]*)\) and data type (?P<dt>\w+)"
 );
 grammar!(bare_memory_error, r"(?m)^[ \t>]*(?:[\w.]+\.)?MemoryError\b(?:[ \t]*:?[ \t]*$|[ \t]{2,}Traceback \(most recent call last\))");
 grammar!(errno12, r"(?P<exc>\b[\w.]*Error)?:?\s*\[Errno 12\] Cannot allocate memory");
@@ -68,30 +91,50 @@ grammar!(killed_process, r"Killed process (?P<pid>\d+) \((?P<name>[^)]+)\)");
 grammar!(kb_field, r"(?P<k>total-vm|anon-rss|file-rss|shmem-rss):\s*(?P<v>[\d,]+)\s*kB");
 grammar!(
     oom_kill_event,
-    r"oom-kill:constraint=|\bOOMKilled\b|invoked oom-killer|oom[-_]kill events?|srun: error: [^\n]*: Out Of Memory|Memory cgroup out of memory"
+    r#"oom-kill:constraint=|\bOOMKilled\b|\breason"?:\s*"OOM Killed"|invoked oom-killer|oom[-_]kill events?|srun: error: [^\n]*: Out Of Memory|Memory cgroup out of memory"#
 );
 grammar!(
     exit137,
-    r"\b(?:exit(?:ed)?(?: with)?(?: exit)?|returned non-zero exit|status)(?: status)?(?: code)?:? 137\b|(?i:signal 9 \(SIGKILL\))(?: received by PID \d+)?|died with <Signals\.SIGKILL: 9>|killed by signal: Killed|failed \(exitcode: -9\)(?: local_rank: \d+ \(pid: \d+\))?"
+    r#"\b(?:exit(?:ed)?(?: with)?(?: exit)?|returned non-zero exit|status)(?: status)?(?: code)?:? 137\b|(?i:signal 9 \(SIGKILL\))(?: received by PID \d+)?|died with <Signals\.SIGKILL: 9>|killed by signal: Killed|failed \(exitcode: -9\)(?: local_rank: \d+ \(pid: \d+\))?|(?i:exit_?code)"?:\s*137\b|\breturn code(?::| =)? 137\b|\bexits with return code = -9\b|\bWorker \(pid:\d+\) was sent SIGKILL!(?: Perhaps out of memory\?)?|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES[^\n]*\n(?:[^\n]*\n){0,3}?[= ]*EXIT CODE: 9\b"#
 );
-grammar!(shell_killed, r"(?m)^[ \t]*(?:[\w/.\-]+: (?:line \d+: )?)?(?:\d+[ \t]+)?(?:Killed|killed)(?::[ \t]*9)?(?:[ \t]+[^\n]{1,2000})?[ \t]*$");
+grammar!(shell_killed, r"(?m)^[ \t]*(?:[\w/.\-]+: (?:line \d+: )?)?(?:\d+[ \t]+)?(?:Killed|killed)(?::[ \t]*9)?(?:[ \t]+[^\n]{1,2000})?[ \t]*$|(?m)(?:it/s|s/it)\]Killed[ \t]*$");
 grammar!(
     dev_shm,
-    r"killed by signal: Bus error\.?[^\n]{0,120}?out of shared memory|Unexpected bus error encountered in worker\. This might be caused by insufficient shared memory(?: \(shm\))?\.?|No space left on device[^\n]{0,80}/dev/shm|unable to (?:open|write to) shared memory object"
+    r"killed by signal: Bus error\.?[^\n]{0,120}?out of shared memory|Unexpected bus error encountered in worker\. This might be caused by insufficient shared memory(?: \(shm\))?\.?|No space left on device[^\n]{0,80}/dev/shm|unable to (?:open|write to) shared memory object|unable to write to file </torch_\w+>:? No space left on device(?: \(28\))?"
 );
 grammar!(
     llvm_oom,
     r"LLVM ERROR: (?:out of memory|Allocation failed|Cannot allocate memory)|'cicc' died due to signal 9|Killed signal terminated program (?:cc1plus|cc1|cicc)|virtual memory exhausted: Cannot allocate memory|cc1plus: out of memory|error: [^\n]{0,300}: Cannot allocate memory"
 );
 
+// DuckDB (src/storage/standard_buffer_manager.cpp, EvictBlocksOrThrow): "failed to allocate
+// data of size X (Y/Z used)", "could not allocate block of size X (Y/Z used)", before 0.8
+// "could not allocate block of N bytes"; Z is the memory limit. ("Failed to allocate block of
+// N bytes (bad allocation)" is the system allocator's, not the limit's: the generic layer's.)
+grammar!(
+    duckdb_limit,
+    r"Out of Memory Error:\s*(?:failed to allocate data of size|could not allocate block of(?: size)?) (?P<req>{SZ})(?: \((?P<used>{SZ})/(?P<lim>{SZ}) used\))?"
+);
+grammar!(duckdb_in_memory, r"launched in in-memory mode and no temporary directory is specified");
+grammar!(oomkilled_false, r#"\bOOMKilled"?:\s*false\b"#);
+grammar!(enospc, r"No space left on device");
+// Objects that live in /dev/shm: semaphores, `shm_open` names (PyTorch's `/torch_<pid>_<n>`).
+grammar!(shm_context, r"/dev/shm|\bSemLock\b|multiprocessing/synchronize\.py|</torch_\w+>|\bshm_open\b|\bsem_open\b|shared memory object|_share_(?:fd|filename)_cpu_");
+
 // Windows ERROR_COMMITMENT_LIMIT (1455): the commit charge (RAM + page file) is used up; Windows
 // prints its text in the system's language, so the number is what is read ("[WinError 1455]",
 // Rust's "(os error 1455)"), or the English text alone.
-grammar!(pagefile, r"\[WinError 1455\][^\n]{0,200}|\(?\s*os error 1455\s*\)?|(?i:the paging file is too small for this operation to complete)\.?(?:\s*\(os error 1455\))?");
+grammar!(
+    pagefile,
+    r"\[WinError 1455\][^\n]{0,200}|\(?\s*os error 1455\s*\)?|\b(?:error|errno)(?:=| )1455\b[^\n]{0,200}|\b0x800705[Aa][Ff]\b|(?i:the paging file is too small for this operation to complete)\.?(?:\s*\(os error 1455\))?"
+);
+// Where the failed commit says how much it asked for: the JVM's `Native memory allocation
+// (mmap) failed to map 268435456 bytes`, `(malloc) failed to allocate N bytes`.
+grammar!(commit_size, r"failed to (?:map|allocate) (?P<n>\d+) bytes");
 
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     allocators(t, hits);
-    if has(t, "1455") || has(t, "paging file") {
+    if has(t, "1455") || has(t, "paging file") || has(t, "800705") {
         for m in pagefile().find_iter(t) {
             if prose_line(t, m.start()) {
                 continue;
@@ -99,10 +142,18 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             let mut h = host_hit("host.windows-pagefile", m.start(), m.end());
             h.detail("windows_error", 1455);
             h.priority = 15;
+            // The commit that failed, where the lines after it state its size (a JVM's hs_err
+            // summary follows its `os::commit_memory ... (DOS error/errno=1455)` warning).
+            if let Some(c) = commit_size().captures(super::window(t, m.start(), 800)) {
+                if let Ok(n) = c["n"].parse::<u64>() {
+                    h.bytes(SizeKey::Requested, n, format!("{n} bytes"));
+                }
+            }
             hits.push(h);
         }
     }
     python(t, hits);
+    duckdb(t, hits);
     killer(t, hits);
 }
 
@@ -193,7 +244,7 @@ fn allocators(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
-    if has(t, "bad_alloc") {
+    if has(t, "bad_alloc") || has(t, "bad allocation") {
         for m in bad_alloc().find_iter(t) {
             let mut h = host_hit("host.bad-alloc", m.start(), m.end());
             h.priority = 30;
@@ -237,6 +288,23 @@ fn python(t: &str, hits: &mut Vec<Hit>) {
     for m in bare_memory_error().find_iter(t) {
         let mut h = host_hit("host.python-memoryerror", m.start(), m.end());
         h.priority = 35;
+        hits.push(h);
+    }
+}
+
+/// DuckDB's buffer manager: a query over the memory limit (`memory_limit`).
+fn duckdb(t: &str, hits: &mut Vec<Hit>) {
+    if !has(t, "Out of Memory Error") {
+        return;
+    }
+    for c in duckdb_limit().captures_iter(t) {
+        let m = c.get(0).unwrap();
+        let mut h = host_hit("host.duckdb-memory-limit", m.start(), m.end());
+        h.priority = 10;
+        h.cap_size(SizeKey::Requested, &c, "req").cap_size(SizeKey::Used, &c, "used").cap_size(SizeKey::Limit, &c, "lim");
+        if duckdb_in_memory().is_match(super::window(t, m.end(), 400)) {
+            h.flag("in_memory_database");
+        }
         hits.push(h);
     }
 }
@@ -305,6 +373,26 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
         h.priority = 15;
         hits.push(h);
     }
+    // ENOSPC where the file is shared memory: POSIX semaphores (`multiprocessing.SemLock`)
+    // and `shm_open` objects live in /dev/shm on Linux, so a full /dev/shm fails their
+    // creation with "No space left on device" however much disk is free.
+    if has(t, "No space left on device") {
+        for m in enospc().find_iter(t) {
+            if prose_line(t, m.start()) {
+                continue;
+            }
+            let le = t[m.end()..].find('\n').map_or(t.len(), |i| m.end() + i);
+            let ls = t[..m.start()].rfind('\n').map_or(0, |i| i + 1);
+            let around = format!("{}{}", super::window_before(t, ls, 1500), &t[ls..le]);
+            if !shm_context().is_match(&around) {
+                continue;
+            }
+            let mut h = host_hit("host.dev-shm", ls + (t[ls..le].len() - t[ls..le].trim_start().len()), le);
+            h.priority = 16;
+            h.detail("errno", 28);
+            hits.push(h);
+        }
+    }
     for m in oom_kill_event().find_iter(t) {
         // The bare word in someone's sentence ("not related to OOMKilled") is a mention; the
         // kernel's and slurmstepd's lines address the user themselves ("your processes").
@@ -320,9 +408,16 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
         h.priority = 30;
         hits.push(h);
     }
-    if t.contains("137") || t.contains("SIGKILL") || t.contains("IGKILL") || t.contains("signal: Killed") || t.contains("exitcode: -9") {
+    if t.contains("137") || t.contains("SIGKILL") || t.contains("IGKILL") || t.contains("signal: Killed") || t.contains("exitcode: -9") || t.contains("code = -9") || t.contains("EXIT CODE: 9") {
         for m in exit137().find_iter(t) {
-            if prose_line(t, m.start()) {
+            // The launcher's own words may read as prose ("Perhaps out of memory?", MPICH's
+            // "YOUR APPLICATION"): only what stands around them on the line is judged.
+            if prose_around(t, m.start(), m.end()) {
+                continue;
+            }
+            // `docker inspect` beside the exit code says the kernel did not kill it for memory.
+            let around = format!("{}{}", super::window_before(t, m.start(), 600), super::window(t, m.start(), 600));
+            if oomkilled_false().is_match(&around) {
                 continue;
             }
             let mut h = host_hit("host.oom-killer", m.start(), m.end());
@@ -339,6 +434,32 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
+}
+
+// The job says it has no accelerator: "no gpus", "CPU only", JAX's CPU device names,
+// `JAX_PLATFORMS=cpu`.
+grammar!(
+    cpu_only_words,
+    r"(?i)\bno (?:gpus?|accelerators?|cuda)\b|\bcpu[- ]only\b|\bwithout (?:a |any )?gpus?\b|\bTFRT_CPU_\d|\bCpuDevice\(|\bplatform[=: ]+'?cpu\b|JAX_PLATFORMS=cpu\b|jax_platforms[\s\S]{0,20}cpu"
+);
+
+/// The text around a message says the job runs on the CPU alone: it states so and names no
+/// accelerator otherwise. XLA's older "Failed to allocate request for N on device ordinal 0"
+/// names no device kind, and JAX's CPU client printed it too.
+pub fn cpu_only_context(t: &str) -> bool {
+    if !cpu_only_words().is_match(t) {
+        return false;
+    }
+    let rest = cpu_only_words().replace_all(t, " ");
+    !accelerator_words().is_match(&rest)
+}
+
+/// The line around a match (without the match itself) reads as prose.
+fn prose_around(t: &str, start: usize, end: usize) -> bool {
+    let ls = t[..start].rfind('\n').map_or(0, |i| i + 1);
+    let le = t[start..].find('\n').map_or(t.len(), |i| start + i);
+    let rest = format!("{} {}", &t[ls..start], &t[end.min(le)..le]);
+    super::generic::is_prose(&rest)
 }
 
 /// A question or a sentence about exit codes, not a report of one.

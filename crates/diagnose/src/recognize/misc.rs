@@ -1,16 +1,18 @@
 //! Everything else: Tenstorrent's L1 allocator, Hugging Face accelerate's batch-size finder,
+//! DeepSpeed-Inference's workspace, TVM's planned storage regions (MLC-LLM), ExLlama's auto-split,
 //! FlashInfer's workspace allocator (host-side OOMs live in `host.rs`, serving engines in
 //! `serving.rs`).
 
-use super::{has, Hit};
+use super::{has, window_before, Hit};
 use crate::finding::SizeKey;
 use crate::grammar;
 use oomdoc_kb::{Phase, Platform};
 
 grammar!(tt_l1, r"Not enough space to allocate (?P<req>\d+) B (?P<kind>\w+) buffer across (?P<banks>\d+) banks?, where each bank needs to store (?P<per>\d+) B(?:, but bank size is (?P<size>\d+) B \(allocated: (?P<alloc>\d+) B, free: (?P<free>\d+) B, largest free block: (?P<lfb>\d+) B\))?");
 
-// accelerate `utils/memory.py` find_executable_batch_size: halves the batch size after every
-// exception its should_reduce_batch_size takes for an OOM, and raises this at zero.
+// accelerate `utils/memory.py` find_executable_batch_size: lowers the batch size (x 0.9 from 1.9.0,
+// halved before) after every exception its should_reduce_batch_size takes for an OOM, and raises
+// this at zero.
 grammar!(no_batch_size, r"No executable batch size found, reached zero\.?");
 
 // FlashInfer `include/flashinfer/allocator.h` AlignedAllocator: a bump allocator over the
@@ -24,7 +26,92 @@ grammar!(
     r"(?:Buffer overflow when allocating|Failed to allocate) memory for (?P<name>\w+)\s+with size (?P<req>\d+) and alignment \d+(?:,\s+but only (?P<free>\d+) bytes available)?\s+in AlignedAllocator\.?(?:\s+(?:Please i|I)ncrease the workspace buffer size\.)?|Out of workspace memory in AlignedAllo(?:ca|ac)tor"
 );
 
+// DeepSpeed `csrc/transformer/inference/includes/inference_context.h` GenWorkSpace: with less free
+// device memory than the workspace's minimum it prints "Requested:\t%lu\nFree:\t%lu\nTotal:\t%lu\n"
+// (bytes; free and total from cudaMemGetInfo) and throws "Workspace can't be allocated, no enough
+// memory."; when the room left holds fewer tokens than `min_out_tokens` it prints "Allocatable workspace
+// available (%ld tokens) is less than minimum requested workspace (%d tokens)" and throws "..., not
+// enough memory".
+grammar!(ds_workspace, r"Workspace can't be allocated, no(?:t)? enough memory\.?");
+grammar!(ds_table, r"Requested:\s*(?P<req>\d+)\s+Free:\s*(?P<free>\d+)\s+Total:\s*(?P<total>\d+)");
+grammar!(ds_tokens, r"Allocatable workspace available \((?P<avail>-?\d+) tokens\) is less than minimum requested workspace \((?P<min>\d+) tokens\)");
+
+// Apache TVM (MLC-LLM): `src/runtime/memory/memory_manager.cc` StorageObj::AllocTensor checks a tensor
+// against the region memory planning gave it ("storage allocation failure, attempted to allocate %zu at
+// offset %lld in region that is %zu" "bytes", no space between); the thrust contrib's workspace
+// allocator: "Failed to allocate %zu bytes with alignment %zu bytes." (thrust is CUDA/ROCm only).
+grammar!(tvm_region, r"storage allocation failure, attempted to allocate (?P<req>\d+) at offset (?P<off>\d+) in region that is (?P<size>\d+)\s*bytes");
+grammar!(tvm_thrust, r"Check failed: \(result\) is false: Failed to allocate (?P<req>\d+) bytes with alignment (?P<align>\d+) bytes");
+
+// ExLlamaV2 `model.py` load_autosplit / ExLlamaV3 `model/model_ls.py`: each module that hits a CUDA or
+// HIP out-of-memory error moves to the next GPU; past the last one they raise this.
+grammar!(exllama_split, r"Insufficient VRAM (?:in split )?for model and cache");
+
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
+    if has(t, "for model and cache") {
+        for m in exllama_split().find_iter(t) {
+            let mut h = Hit::new("exllama.insufficient-vram", m.start(), m.end());
+            h.platform = Some(if window_before(t, m.start(), 4000).contains("HIP") { Platform::Rocm } else { Platform::Cuda });
+            h.phase = Some(Phase::Load);
+            h.space("device");
+            h.priority = 10;
+            hits.push(h);
+        }
+    }
+    if has(t, "storage allocation failure") || has(t, "bytes with alignment") {
+        for (c, thrust) in tvm_region().captures_iter(t).map(|c| (c, false)).chain(tvm_thrust().captures_iter(t).map(|c| (c, true))) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("tvm.planned-region", m.start(), m.end());
+            let num = |g: &str| c.name(g).and_then(|v| v.as_str().parse::<u64>().ok());
+            if let Some(v) = num("req") {
+                h.bytes(SizeKey::Requested, v, format!("{v} bytes"));
+            }
+            if let Some(v) = num("size") {
+                h.bytes(SizeKey::Limit, v, format!("{v} bytes"));
+            }
+            // The model library's name (`…-cuda.so`, `…-metal.so`) or the runtime's words say the device.
+            let before = window_before(t, m.start(), 4000);
+            let lower = before.to_ascii_lowercase();
+            h.platform = Some(if thrust || lower.contains("cuda") {
+                Platform::Cuda
+            } else if lower.contains("rocm") {
+                Platform::Rocm
+            } else if lower.contains("metal") {
+                Platform::Metal
+            } else {
+                Platform::Other
+            });
+            h.detail("allocator", if thrust { "thrust workspace" } else { "storage region" });
+            h.phase = Some(Phase::Runtime);
+            h.space("device");
+            h.priority = 10;
+            hits.push(h);
+        }
+    }
+    if has(t, "Workspace can't be allocated") {
+        for m in ds_workspace().find_iter(t) {
+            let mut h = Hit::new("deepspeed.inference-workspace", m.start(), m.end());
+            // The table DeepSpeed printed just before raising (a traceback may stand between).
+            let before = window_before(t, m.start(), 20_000);
+            if let Some(c) = ds_table().captures_iter(before).last() {
+                for (key, group) in [(SizeKey::Requested, "req"), (SizeKey::Free, "free"), (SizeKey::Total, "total")] {
+                    if let Ok(v) = c[group].parse::<u64>() {
+                        h.bytes(key, v, c[group].to_string());
+                    }
+                }
+                h.start = m.start() - before.len() + c.get(0).unwrap().start();
+            }
+            if let Some(c) = ds_tokens().captures_iter(before).last() {
+                h.detail("workspace_tokens", c["avail"].parse::<i64>().ok()).detail("min_out_tokens", c["min"].parse::<u64>().ok());
+                h.flag("min_out_tokens");
+            }
+            h.platform = Some(Platform::Cuda);
+            h.phase = Some(Phase::Runtime);
+            h.space("device");
+            h.priority = 10;
+            hits.push(h);
+        }
+    }
     if has(t, "AlignedAllo") {
         for c in flashinfer_ws().captures_iter(t) {
             let m = c.get(0).unwrap();
@@ -51,7 +138,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             let mut h = Hit::new("accelerate.no-batch-size", m.start(), m.end());
             h.phase = Some(Phase::Runtime);
             h.space("device");
-            h.likely("accelerate's batch-size finder halves the batch after each out-of-memory error (and the few cuDNN errors it treats alike) and stops at zero: even one sample did not fit");
+            h.likely("accelerate's batch-size finder lowers the batch after each out-of-memory error (and the few cuDNN errors it treats alike) and stops at zero: even one sample did not fit");
             h.priority = 12;
             hits.push(h);
         }

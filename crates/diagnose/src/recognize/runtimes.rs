@@ -190,6 +190,11 @@ fn nccl(t: &str, hits: &mut Vec<Hit>) {
             }
             let mut end = m.end();
             let mut h = cuda_hit(id, m.start(), end, 30);
+            // RCCL is NCCL hipified: the same text, from a path or banner that names it.
+            let before = window_before(t, m.start(), 2000);
+            if before.contains("rccl") || before.contains("RCCL") || before.contains("hipify") {
+                h.platform = Some(Platform::Rocm);
+            }
             // alloc.h follows the CUDA error with the size it asked for.
             let after = window(t, end, 400);
             if let Some(c) = nccl_calloc().captures(after) {

@@ -34,7 +34,9 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             }
         }
         let dev = c.name("dev").map(|d| d.as_str().trim_end_matches(['.', ',']).to_string());
-        let on_gpu = dev.as_deref().is_none_or(|d| d.contains("GPU") || d.contains("gpu"));
+        // Host memory only on a CPU device; GPU, TPU and plug-in devices (`device:DML:0` of
+        // tensorflow-directml, `XPU`) allocate their own memory.
+        let on_cpu = dev.as_deref().is_some_and(|d| d.contains("CPU") || d.contains("cpu"));
         if let Some(d) = &dev {
             h.culprit.device = Some(d.clone());
         }
@@ -46,14 +48,19 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.culprit.op = h.culprit.node.clone();
             h.end = m.end() + n.get(0).unwrap().end();
         }
+        let on = |kind: &str| dev.as_deref().is_some_and(|d| d.contains(&format!("device:{kind}")) || d.contains(&format!("/{kind}:")));
         h.platform = Some(if dev.as_deref().is_some_and(|d| d.contains("TPU")) {
             Platform::Tpu
-        } else if dev.as_deref().is_some_and(|d| d.contains("CPU")) {
+        } else if on_cpu {
             Platform::Cpu
+        } else if on("DML") {
+            Platform::Other
+        } else if on("XPU") {
+            Platform::Xpu
         } else {
             Platform::Cuda
         });
-        h.space(if on_gpu { "device" } else if h.platform == Some(Platform::Tpu) { "hbm" } else { "host" });
+        h.space(if on_cpu { "host" } else if h.platform == Some(Platform::Tpu) { "hbm" } else { "device" });
         h.phase = Some(Phase::Runtime);
         h.flag("framework_tensorflow");
         h.priority = 8;

@@ -74,12 +74,14 @@ pub const RUNTIMES: &[Runtime] = &[
     Runtime { id: "hip", platform: Platform::Rocm, calls: r"\bhip[A-Z]\w*|\bHIP (?:error|Error|ERROR)\b" },
     Runtime { id: "rocblas", platform: Platform::Rocm, calls: r"\brocblas_\w*" },
     Runtime { id: "miopen", platform: Platform::Rocm, calls: r"(?i:\bmiopen)\w*" },
-    Runtime { id: "level-zero", platform: Platform::Xpu, calls: r"\bze[A-Z]\w*|\bZE_RESULT_\w+|\bUR_RESULT_\w+|\bLevel[ _]Zero\b" },
+    Runtime { id: "level-zero", platform: Platform::Xpu, calls: r"\bze[A-Z]\w*|\bZE_RESULT_\w+|\bLevel[ _]Zero\b" },
+    Runtime { id: "unified-runtime", platform: Platform::Xpu, calls: r"\bur[A-Z]\w*|\bUR_RESULT_\w+|\blevel_zero backend\b|\bNative API\b" },
     Runtime { id: "vulkan", platform: Platform::Other, calls: r"\bvk[A-Z]\w*|\bVK_\w+|\bVulkan\b|\bvulkan\b" },
     Runtime { id: "opencl", platform: Platform::Other, calls: r"\bcl[A-Z][a-z]\w*|\bCL_\w+|\bOpenCL\b" },
     Runtime { id: "windows", platform: Platform::Other, calls: r"\bHRESULT\b|\bhr\b|\bWinError\b|\bos error\b|\bD3D12\w*|\bDXGI\w*|\bDirectML\b|\bDML\w*" },
     Runtime { id: "aws-neuron", platform: Platform::Other, calls: r"\bnrt_\w+|\bNRT\b|\bNRT_\w+|\bneuron\w*|\bNeuron\w*" },
     Runtime { id: "ascend-acl", platform: Platform::Npu, calls: r"\bacl[a-z]*[A-Z]\w*|\bACL_\w+|\bAscend\b|\bnpu\w*" },
+    Runtime { id: "rknn", platform: Platform::Npu, calls: r"\brknn_\w+|\bRKNN\w*|\brknpu\w*" },
     Runtime { id: "metal", platform: Platform::Metal, calls: r"\bMTL\w+|\bMetal\b" },
     Runtime { id: "onednn", platform: Platform::Cpu, calls: r"\bdnnl_\w+|\boneDNN\b" },
     Runtime { id: "posix", platform: Platform::Cpu, calls: r"\berrno\b|\bmmap\b|\bmalloc\b|\bposix_memalign\b" },
@@ -106,6 +108,8 @@ const OPENCL: &str = "https://docs.rs/cl3/0.6.4/cl3/error_codes/constant.CL_MEM_
 const WINERROR: &str = "https://learn.microsoft.com/en-us/windows/win32/debug/system-error-codes--0-499- and --1300-1699- (winerror.h)";
 const DXGI: &str = "https://learn.microsoft.com/en-us/windows/desktop/direct3ddxgi/dxgi-error";
 const NTSTATUS: &str = "https://learn.microsoft.com/en-us/openspecs/windows_protocols/ms-erref/596a1078-e883-4972-9bbc-49e60bebca55 (NTSTATUS values)";
+const UNIFIED_RUNTIME: &str = "oneapi-src/unified-runtime:include/unified-runtime/ur_api.h@578c2a84af3c5a666afb5a0a0657d11f998e914b (ur_result_t)";
+const RKNN: &str = "airockchip/rknn-toolkit2:rknpu2/runtime/Linux/librknn_api/include/rknn_api.h@59a913d172e7f5ff03c9076e2ec7b1b1288ffd08 (v2.3.2, RKNN_ERR_*)";
 const NEURON: &str = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/neuron-runtime/api/nrt_status.html (nrt_status.h)";
 const ACL: &str = "https://www.hiascend.com/document/detail/en/canncommercial/800/apiref/appdevgapi/aclcppdevg_03_1345.html (aclError; rt_error_codes.h 207xxx resource class)";
 const METAL: &str = "https://learn.microsoft.com/en-us/dotnet/api/metal.mtlcommandbuffererror (MTLCommandBufferError: OutOfMemory = 8); https://developer.apple.com/documentation/metal/mtlcommandbuffererror-swift.struct/outofmemory";
@@ -118,6 +122,7 @@ const JAVA: &str = "https://docs.oracle.com/en/java/javase/17/troubleshoot/troub
 const NOT_INIT: &str = "the library could not create its handle; with no other error, that is the GPU out of memory when the library initialises";
 const CUDNN_CTX: &str = "cuDNN reports an allocation it could not make inside a kernel call this way; a memory line near it says it was memory";
 const CL_RES: &str = "CL_OUT_OF_RESOURCES is any device resource the OpenCL implementation could not allocate; device memory is the usual one";
+const UR_RES: &str = "UR_RESULT_ERROR_OUT_OF_RESOURCES is any resource the SYCL/Unified Runtime adapter could not allocate; device memory is the usual one";
 const NRT_RES: &str = "NRT_RESOURCE: the Neuron runtime could not allocate a resource for the operation; device memory is the usual one";
 
 use Meaning::{Likely, NotMemory, Oom};
@@ -144,7 +149,11 @@ pub const MEMBERS: &[Member] = &[
     Member { runtime: "level-zero", name: "ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY", value: Some(0x7000_0002), space: Host, meaning: Oom, source: LEVEL_ZERO, checked: true },
     Member { runtime: "level-zero", name: "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", value: Some(0x7000_0003), space: Device, meaning: Oom, source: LEVEL_ZERO, checked: true },
     Member { runtime: "level-zero", name: "ZE_RESULT_ERROR_DEVICE_LOST", value: Some(0x7000_0001), space: Device, meaning: NotMemory, source: LEVEL_ZERO, checked: true },
-    Member { runtime: "level-zero", name: "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", value: None, space: Device, meaning: Oom, source: LEVEL_ZERO, checked: false },
+    // The Unified Runtime (SYCL's adapter layer over Level Zero, OpenCL, CUDA, HIP) has its own numbering.
+    Member { runtime: "unified-runtime", name: "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", value: Some(39), space: Device, meaning: Oom, source: UNIFIED_RUNTIME, checked: true },
+    Member { runtime: "unified-runtime", name: "UR_RESULT_ERROR_OUT_OF_HOST_MEMORY", value: Some(38), space: Host, meaning: Oom, source: UNIFIED_RUNTIME, checked: true },
+    Member { runtime: "unified-runtime", name: "UR_RESULT_ERROR_OUT_OF_RESOURCES", value: Some(40), space: Device, meaning: Likely { reason: UR_RES, needs_memory_context: false }, source: UNIFIED_RUNTIME, checked: true },
+    Member { runtime: "unified-runtime", name: "UR_RESULT_ERROR_DEVICE_LOST", value: Some(20), space: Device, meaning: NotMemory, source: UNIFIED_RUNTIME, checked: true },
     Member { runtime: "vulkan", name: "VK_ERROR_OUT_OF_HOST_MEMORY", value: Some(-1), space: Host, meaning: Oom, source: VULKAN, checked: true },
     Member { runtime: "vulkan", name: "VK_ERROR_OUT_OF_DEVICE_MEMORY", value: Some(-2), space: Device, meaning: Oom, source: VULKAN, checked: true },
     Member { runtime: "vulkan", name: "VK_ERROR_DEVICE_LOST", value: Some(-4), space: Device, meaning: NotMemory, source: VULKAN, checked: true },
@@ -163,6 +172,8 @@ pub const MEMBERS: &[Member] = &[
     Member { runtime: "aws-neuron", name: "NRT_RESOURCE", value: Some(4), space: Device, meaning: Likely { reason: NRT_RES, needs_memory_context: false }, source: NEURON, checked: true },
     Member { runtime: "aws-neuron", name: "NRT_FAIL_HOST_MEM_ALLOC", value: Some(11), space: Host, meaning: Oom, source: NEURON, checked: true },
     Member { runtime: "aws-neuron", name: "NRT_LOAD_NOT_ENOUGH_NC", value: Some(9), space: Device, meaning: NotMemory, source: NEURON, checked: true },
+    Member { runtime: "rknn", name: "RKNN_ERR_MALLOC_FAIL", value: Some(-4), space: Device, meaning: Oom, source: RKNN, checked: true },
+    Member { runtime: "rknn", name: "RKNN_ERR_DEVICE_UNAVAILABLE", value: Some(-3), space: Device, meaning: NotMemory, source: RKNN, checked: true },
     Member { runtime: "ascend-acl", name: "ACL_ERROR_RT_MEMORY_ALLOCATION", value: Some(207_001), space: Device, meaning: Oom, source: ACL, checked: false },
     Member { runtime: "ascend-acl", name: "ACL_ERROR_BAD_ALLOC", value: Some(200_000), space: Either, meaning: Oom, source: ACL, checked: false },
     Member { runtime: "metal", name: "MTLCommandBufferErrorOutOfMemory", value: Some(8), space: Device, meaning: Oom, source: METAL, checked: true },

@@ -157,7 +157,22 @@ pub fn labeled(text: &str, style: UnitStyle) -> Extracted {
     out
 }
 
+/// A label that names memory ("Free memory", "Requested memory").
+fn memory_label(label: &str) -> bool {
+    label.to_ascii_lowercase().split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == "memory")
+}
+
+/// A plain integer of at least seven digits: as a count of KiB or MiB it would be gigabytes
+/// to terabytes, so beside a memory label it is a byte count.
+fn byte_count_digits(raw: &str) -> bool {
+    raw.len() >= 7 && raw.bytes().all(|b| b.is_ascii_digit())
+}
+
 fn pairs(t: &str, style: UnitStyle, spans_ok: bool, out: &mut Extracted) {
+    // A list of memory figures printed without units (XGBoost: "- Free memory: 11310923776",
+    // "- Requested memory: 47996") is in bytes when one of its figures can only be bytes:
+    // one unit for the whole list.
+    let memory_list_in_bytes = pair_re().captures_iter(t).any(|c| c.name("unit").is_none() && memory_label(&c["label"]) && byte_count_digits(&c["num"]));
     for c in pair_re().captures_iter(t) {
         let label = c["label"].trim().trim_matches(|ch| ch == '*' || ch == '_' || ch == '`' || ch == '"' || ch == '\'').trim();
         // A wrapped label: `PyTorch limit (...)\n   : 17179869184.00 GiB` keeps the line above.
@@ -173,7 +188,8 @@ fn pairs(t: &str, style: UnitStyle, spans_ok: bool, out: &mut Extracted) {
         });
         let raw = num.as_str();
         let is_hex = raw.starts_with("0x") || raw.starts_with("0X");
-        if unit.is_none() && !is_hex && !bytes_label(label) {
+        let memory_bytes = memory_list_in_bytes && memory_label(label) && raw.bytes().all(|b| b.is_ascii_digit());
+        if unit.is_none() && !is_hex && !bytes_label(label) && !memory_bytes {
             // A bare number is a size only where a size word says so ("size: 59187712").
             continue;
         }
@@ -303,6 +319,18 @@ mod tests {
         assert_eq!((bytes(&e, SizeKey::Requested), bytes(&e, SizeKey::Free)), (Some(512 << 20), Some(64 << 20)));
         let e = read("Memory usage (GiB)\ntotal | 80\nused | 79.5");
         assert_eq!(bytes(&e, SizeKey::Total), Some(80 << 30));
+    }
+
+    #[test]
+    fn a_memory_list_without_units_is_in_bytes_when_one_figure_must_be() {
+        // dmlc/xgboost#7140: device_helpers.cuh prints bytes without a unit.
+        let t = "Memory allocation error on worker 0: std::bad_alloc: cudaErrorMemoryAllocation: out of memory\n- Free memory: 11310923776\n- Requested memory: 47996\n";
+        let e = labeled(t, UnitStyle::Binary);
+        let got: Vec<(Option<SizeKey>, u64)> = e.sizes.iter().map(|l| (l.key, l.size.bytes)).collect();
+        assert!(got.contains(&(Some(SizeKey::Free), 11310923776)), "{got:?}");
+        assert!(got.contains(&(Some(SizeKey::Requested), 47996)), "{got:?}");
+        // Small unit-less figures alone stay unread: "Free memory: 12" may be GiB.
+        assert!(labeled("Free memory: 12\nTotal memory: 16384\n", UnitStyle::Binary).sizes.is_empty());
     }
 
     #[test]
