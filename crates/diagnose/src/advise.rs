@@ -33,6 +33,40 @@ pub fn fits_case(code: &str, case: &Case) -> bool {
         && !(case.workload.as_deref() == Some("data") && (api_pytorch().is_match(code) || api_jax().is_match(code) || api_tf().is_match(code)))
 }
 
+grammar!(code_setting, r#"(?i)(?:^|[\s"'(.,])-{0,2}([a-z_][a-z0-9_-]*)\s*(?:=|\(|\s)\s*['"]?([0-9]*\.?[0-9]+)\b"#);
+
+/// Whether every numeric setting a fix's code sets, where the log states that setting,
+/// moves the way the fix's kind says: a `raise-limit` fix must raise it above the stated
+/// value; a fix that lowers a budget (`engine-setting`, `allocator-setting`,
+/// `smaller-working-set`) must go below it. `--gpu-memory-utilization 0.95` is no fix for a
+/// job the log shows already at 0.95 or above. Settings are compared by name, ignoring
+/// case, dashes and underscores; the values stated come from the case (engine arguments,
+/// environment variables) and the message (`allowed` as a fraction of the device).
+pub fn moves_stated_settings(code: &str, category: oomdoc_kb::FixCategory, case: &Case, facts: &Facts) -> bool {
+    use oomdoc_kb::FixCategory as C;
+    let raises = match category {
+        C::RaiseLimit => true,
+        C::EngineSetting | C::AllocatorSetting | C::SmallerWorkingSet => false,
+        _ => return true,
+    };
+    let key = |n: &str| n.to_ascii_lowercase().replace(['-', '_'], "");
+    let stated = |name: &str| -> Option<f64> {
+        let k = key(name);
+        case.settings.iter().find(|(n, _)| key(n) == k).and_then(|(_, v)| v.trim_matches(['"', '\'']).parse::<f64>().ok()).or_else(|| {
+            (k == "setperprocessmemoryfraction").then(|| facts.vars.get("memory_fraction_set").and_then(|v| v.parse().ok())).flatten()
+        })
+    };
+    code_setting().captures_iter(code).all(|c| {
+        let (Some(now), Ok(target)) = (stated(&c[1]), c[2].parse::<f64>()) else { return true };
+        if raises {
+            // A cap set to 0 is no cap (PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0): the highest setting.
+            (target == 0.0 && now != 0.0) || (now != 0.0 && target > now)
+        } else {
+            target < now
+        }
+    })
+}
+
 /// Whether the log's versions allow every requirement (`torch>=2.1`): a version the log
 /// prints or a message format dates outside a requirement rules the item out.
 pub fn versions_allow(requires: &[String], case: &Case) -> bool {
@@ -121,7 +155,7 @@ fn gated_fixes(entry: &Entry, facts: &Facts, case: &Case, lang: Lang, family: Op
             let detail = fx.detail.as_ref().and_then(|d| fill_text(d, lang, facts));
             let code = fx.code.as_deref().and_then(|c| fill(c, facts)).or_else(|| fx.code_fallback.as_deref().and_then(|c| fill(c, facts)));
             let raw_code = [fx.code.as_deref(), fx.code_fallback.as_deref()].into_iter().flatten().collect::<Vec<_>>().join("\n");
-            if !fits_case(&raw_code, case) {
+            if !fits_case(&raw_code, case) || !moves_stated_settings(code.as_deref().unwrap_or(&raw_code), fx.category, case, facts) {
                 return None;
             }
             // `fewer-stages-plain` is the number-free fallback of `fewer-stages`: skip it when

@@ -64,6 +64,14 @@ pub fn apply(f: &Finding, live: &LiveFacts, x: &mut Facts) {
                 x.conditions.remove("request_fits_after_fix");
             }
         }
+        // Above this chip's VMEM minus the 1 MiB the flag keeps, no limit fits the need.
+        if let Some(need) = s.used.or(s.requested) {
+            if need > vmem.saturating_sub(MIB) {
+                x.conditions.insert("need_exceeds_physical_vmem".into());
+            } else {
+                x.conditions.remove("need_exceeds_physical_vmem");
+            }
+        }
         if let Some(default) = chip.default_scoped_vmem_bytes() {
             match s.limit {
                 Some(limit) if limit == default => {

@@ -348,3 +348,80 @@ fn a_kind_the_entry_names_as_a_dead_end_is_not_borrowed() {
     assert!(f.dead_ends.iter().any(|d| d.category.as_str() == "release-other-memory"), "{:?}", f.dead_ends);
     assert!(!f.fixes.iter().any(|x| x.from_family.is_some() && x.category.as_str() == "release-other-memory"), "{:?}", fix_ids(&f));
 }
+
+/// https://github.com/eps696/aphantasia/issues/22 — fixed by fewer samples (a smaller working
+/// set). Of the 6 GiB card, 1.55 GiB is held outside PyTorch's `reserved in total` (a 1.4-2.0
+/// format, so a release before lazy module loading is possible): within what an eager CUDA
+/// context (over 1000 MB, pytorch#107667) and a desktop take, so other processes are not
+/// named, while dorado#653's 11 GiB on a 12 GiB card still are.
+#[test]
+fn memory_a_cuda_context_and_display_explain_names_no_other_process() {
+    let f = first("RuntimeError: CUDA out of memory. Tried to allocate 60.00 MiB (GPU 0; 6.00 GiB total capacity; 4.11 GiB already allocated; 34.82 MiB free; 4.42 GiB reserved in total by PyTorch)");
+    assert!(!categories(&f).contains(&"release-other-memory"), "{:?}", fix_ids(&f));
+    assert!(categories(&f).iter().take(2).any(|c| *c == "smaller-working-set"), "{:?}", fix_ids(&f));
+    let f = first("CUDA out of memory. Tried to allocate 1.02 GiB (GPU 0; 11.76 GiB total capacity; 89.90 MiB already allocated; 612.12 MiB free; 132.00 MiB reserved in total by PyTorch)");
+    assert_eq!(categories(&f).first(), Some(&"release-other-memory"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/vllm-project/vllm/issues/10517 (a comment's log, RTX 3090): the log
+/// states `gpu_memory_utilization=0.90`. A fixed-value fix is kept only when it moves the
+/// stated setting the way its kind says: raising to 0.95 is offered; "raise" to 0.90 or
+/// below, or "lower" to 0.90 or above, is not.
+#[test]
+fn a_fixed_value_is_not_offered_against_the_setting_the_log_states() {
+    use oomdoc_diagnose::advise::moves_stated_settings;
+    use oomdoc_diagnose::facts::Facts;
+    use oomdoc_kb::FixCategory::{EngineSetting, RaiseLimit};
+    let f = first("Memory profiling results: total_gpu_memory=23.58GiB initial_memory_usage=15.34GiB peak_torch_memory=17.98GiB memory_usage_post_profile=15.35GiB non_torch_memory=0.35GiB kv_cache_size=2.89GiB gpu_memory_utilization=0.90\n# GPU blocks: 1478, # CPU blocks: 2048\nMaximum concurrency for 29000 tokens per request: 0.82x\nThe model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV cache (23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.");
+    assert_eq!(f.id, "vllm.max-model-len");
+    assert_eq!(f.case.settings.get("gpu_memory_utilization").map(String::as_str), Some("0.90"));
+    assert!(f.fixes.iter().any(|x| x.id == "more-cache-memory"), "{:?}", fix_ids(&f));
+    let none = Facts::default();
+    assert!(moves_stated_settings("vllm serve MODEL --gpu-memory-utilization 0.95", RaiseLimit, &f.case, &none));
+    assert!(!moves_stated_settings("vllm serve MODEL --gpu-memory-utilization 0.90", RaiseLimit, &f.case, &none));
+    assert!(!moves_stated_settings("LLM(model='m', gpu_memory_utilization=0.9)", RaiseLimit, &f.case, &none));
+    assert!(moves_stated_settings("vllm serve MODEL --max-model-len 8192 --gpu-memory-utilization 0.85", EngineSetting, &f.case, &none));
+    assert!(!moves_stated_settings("vllm serve MODEL --gpu-memory-utilization 0.92", EngineSetting, &f.case, &none));
+}
+
+/// https://github.com/lllyasviel/Fooocus/issues/1139: the MPS allocator's own hint "Use
+/// PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit" is a hint, not the user's setting.
+#[test]
+fn the_mps_watermark_hint_is_not_a_stated_setting() {
+    let f = first("RuntimeError: MPS backend out of memory (MPS allocated: 8.89 GB, other allocations: 172.98 MB, max allowed: 9.07 GB). Tried to allocate 6.25 MB on private pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory allocations (may cause system failure).");
+    assert!(f.case.settings.is_empty(), "{:?}", f.case);
+    assert_eq!(f.case.hinted, vec!["PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0"]);
+}
+
+/// https://github.com/lllyasviel/Fooocus/issues/1139 — PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 let
+/// the job run (also Fooocus#980, an 8 GB M1). With 0.0 the MPS allocator skips its high-watermark
+/// check (MPSAllocator.mm `setHighWatermarkRatio`, `alloc_buffer`): a fix of last resort, not a
+/// dead end.
+#[test]
+fn disabling_the_mps_watermark_is_a_fix_not_a_dead_end() {
+    let f = first("RuntimeError: MPS backend out of memory (MPS allocated: 8.89 GB, other allocations: 172.98 MB, max allowed: 9.07 GB). Tried to allocate 6.25 MB on private pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory allocations (may cause system failure).");
+    assert!(f.fixes.iter().any(|x| x.id == "disable-watermark" && x.code.as_deref() == Some("export PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0")), "{:?}", fix_ids(&f));
+    assert!(!f.dead_ends.iter().any(|d| d.action.contains("HIGH_WATERMARK_RATIO=0.0")), "{:?}", f.dead_ends);
+}
+
+/// https://github.com/pytorch/xla/pull/9470 — raising the kernel's vmem_limit_bytes (computed
+/// from its block sizes) fixed it. The message states no sizes, so nothing shows the need is
+/// beyond the chip's VMEM: no "above physical VMEM" dead end and no "beyond any limit" fix.
+#[test]
+fn a_vmem_need_not_shown_to_exceed_the_chip_is_not_called_beyond_any_limit() {
+    let f = first("ValueError: Ran out of memory in memory space vmem while allocating on stack for %quantized_matmul_int8");
+    assert!(!f.dead_ends.iter().any(|d| d.category.as_str() == "raise-limit"), "{:?}", f.dead_ends);
+    assert!(!fix_ids(&f).contains(&"shrink-beyond-chip"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/knaw-huc/loghi/issues/55 — TF_GPU_ALLOCATOR=cuda_malloc_async fixed it. The
+/// BFC warning has no statistics, so a full pool is not shown: the async allocator is offered
+/// (hedged) and not listed as a dead end, and the warning's own hint is not the user's setting.
+#[test]
+fn cuda_malloc_async_is_no_dead_end_without_statistics_showing_a_full_pool() {
+    let f = first("9:07:50.044545: W external/local_xla/xla/tsl/framework/bfc_allocator.cc:501] Allocator (GPU_0_bfc) ran out of memory trying to allocate 34.10MiB (rounded to 35758080)requested by op StatefulPartitionedCall/model_new14_1/batch_normalization_36_1/moments/SquaredDifference\nIf the cause is memory fragmentation maybe the environment variable 'TF_GPU_ALLOCATOR=cuda_malloc_async' will improve the situation.");
+    assert!(f.case.settings.is_empty(), "{:?}", f.case);
+    assert!(!f.dead_ends.iter().any(|d| d.action.contains("cuda_malloc_async")), "{:?}", f.dead_ends);
+    assert!(categories(&f).iter().take(3).any(|c| *c == "allocator-setting"), "{:?}", fix_ids(&f));
+    assert!(f.cause.as_deref().unwrap().contains("cannot tell a full pool"), "{:?}", f.cause);
+}

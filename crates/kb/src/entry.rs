@@ -507,6 +507,9 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("evaluation_phase", "the log shows the failure in an evaluation or validation step (evaluate, validation, model.eval()), where autograd graphs kept by a loop without no_grad are a program bug"),
     ("cublas_cuda_check_wording", "cuBLAS: the status is worded `CUDA error: CUBLAS_STATUS_…` (PyTorch's and ggml's CUDA checks), not TensorFlow's `failed to create cublas handle`"),
     ("engine_budgets", "the log shows a serving engine that sizes its memory by its own budgets (vLLM, SGLang): max model length, concurrent sequences, memory fraction"),
+    ("elsewhere_beyond_context", "PyTorch on CUDA: with held_outside_allocator, what is held outside the allocator minus a CUDA-context-and-display allowance (1.5 GiB when the log allows eager module loading, PyTorch < 1.13 or CUDA < 11.7; 1 GiB otherwise) is still >= the request and >= a tenth of the device: more than this process's context and a desktop explain"),
+    ("need_exceeds_physical_vmem", "TPU VMEM: the stated need is above physical VMEM minus 1 MiB (the most the scoped-limit flag allows) on every chip consistent with the log's limit, so no limit setting can fit it"),
+    ("pool_full", "TF/XLA BFC: the allocator statistics show Limit minus InUse below the request: the pool is full, not fragmented"),
     ("small_device", "PyTorch: the device's total capacity is 4 GiB or less (the CUDA context and a display take a large share)"),
     ("inference", "the job serves or runs inference (serving engine, generate(), a diffusion UI), not training"),
     ("serving", "the job is a serving engine (vLLM server, TGI, SGLang, llama.cpp server, Ollama)"),
@@ -593,6 +596,7 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ("req_slots_free", "SGLang: free request slots the message states (req_to_token_pool.available_size())"),
     ("req_slots_needed", "SGLang: request slots the batch needed (num_reqs)"),
     ("cached_free", "PyTorch: reserved-but-unallocated bytes, stated or reserved minus allocated (1.4-2.0 messages)"),
+    ("context_allowance", "PyTorch on CUDA: the CUDA-context-and-display allowance held outside the allocator before other processes are named (see elsewhere_beyond_context)"),
     ("elsewhere", "PyTorch: device memory in use that PyTorch's allocator does not hold (total - free - PyTorch's reserved)"),
     ("device_total", "PyTorch: the device's total capacity"),
 ];

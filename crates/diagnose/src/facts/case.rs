@@ -97,11 +97,11 @@ grammar!(os_linux, r"(?i)\blinux\b|(?:^|[\s\x22'(])/home/|(?:^|[\s\x22'(])/root/
 
 grammar!(
     stated_setting,
-    r"(?i)(PYTORCH_(?:CUDA_|HIP_|NPU_|XPU_)?ALLOC_CONF|XLA_PYTHON_CLIENT_(?:MEM_FRACTION|PREALLOCATE|ALLOCATOR)|XLA_CLIENT_MEM_FRACTION|TF_FORCE_GPU_ALLOW_GROWTH|TF_GPU_ALLOCATOR|LIBTPU_INIT_ARGS|OLLAMA_NUM_PARALLEL|OLLAMA_NUM_CTX)\s*[=:]\s*['\x22]?([^\s'\x22,;)]+)"
+    r"(?i)(PYTORCH_(?:CUDA_|HIP_|NPU_|XPU_)?ALLOC_CONF|XLA_PYTHON_CLIENT_(?:MEM_FRACTION|PREALLOCATE|ALLOCATOR)|XLA_CLIENT_MEM_FRACTION|TF_FORCE_GPU_ALLOW_GROWTH|TF_GPU_ALLOCATOR|LIBTPU_INIT_ARGS|PYTORCH_MPS_(?:HIGH|LOW)_WATERMARK_RATIO|OLLAMA_NUM_PARALLEL|OLLAMA_NUM_CTX)\s*[=:]\s*['\x22]?([^\s'\x22,;)]+)"
 );
 grammar!(
     engine_arg,
-    r"(?i)\b-{0,2}(gpu[_-]memory[_-]utilization|max[_-]model[_-]len|max[_-]num[_-]seqs|max[_-]num[_-]batched[_-]tokens|tensor[_-]parallel[_-]size|pipeline[_-]parallel[_-]size|enforce[_-]eager|kv[_-]cache[_-]dtype|max[_-]batch[_-]prefill[_-]tokens|max[_-]batch[_-]total[_-]tokens|max[_-]total[_-]tokens|max[_-]input[_-](?:tokens|length)|mem[_-]fraction[_-]static|cuda[_-]memory[_-]fraction|max[_-]running[_-]requests|chunked[_-]prefill[_-]size|n[_-]gpu[_-]layers|ctx[_-]size|n[_-]ctx|num[_-]ctx|per[_-]device[_-]train[_-]batch[_-]size|gradient[_-]accumulation[_-]steps|micro[_-]batch[_-]size|batch[_-]size)['\x22]?(?:\s*[:=]\s*|\s+)['\x22]?(Some\(\d+\)|\d+(?:\.\d+)?|True|False|true|false|auto|fp8\w*|None)"
+    r"(?i)\b-{0,2}(gpu[_-]memory[_-]utilization|max[_-]model[_-]len|max[_-]num[_-]seqs|max[_-]num[_-]batched[_-]tokens|tensor[_-]parallel[_-]size|pipeline[_-]parallel[_-]size|enforce[_-]eager|kv[_-]cache[_-]dtype|max[_-]batch[_-]prefill[_-]tokens|max[_-]batch[_-]total[_-]tokens|max[_-]total[_-]tokens|max[_-]input[_-](?:tokens|length)|mem[_-]fraction[_-]static|cuda[_-]memory[_-]fraction|max[_-]running[_-]requests|chunked[_-]prefill[_-]size|n[_-]gpu[_-]layers|ctx[_-]size|n[_-]ctx|num[_-]ctx|xla_tpu_scoped_vmem_limit_kib|per[_-]device[_-]train[_-]batch[_-]size|gradient[_-]accumulation[_-]steps|micro[_-]batch[_-]size|batch[_-]size)['\x22]?(?:\s*[:=]\s*|\s+)['\x22]?(Some\(\d+\)|\d+(?:\.\d+)?|True|False|true|false|auto|fp8\w*|None)"
 );
 // Containers and batch schedulers run jobs in a memory cgroup (Docker, Kubernetes, Slurm's
 // task/cgroup plugin); Docker Desktop's VM has a fixed memory size.
@@ -256,7 +256,12 @@ fn is_hint(t: &str, start: usize, end: usize) -> bool {
     let before = crate::recognize::window_before(t, start, 48);
     let before = before.trim_end();
     let after = crate::recognize::window(t, end, 40).trim_start();
-    before.ends_with("setting") || before.ends_with("set") || before.ends_with("try") || after.starts_with("to avoid")
+    // The MPS allocator's: "Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit".
+    let use_hint = before.to_ascii_lowercase().ends_with("use") || after.starts_with("to disable");
+    // The BFC allocator's: "maybe the environment variable 'TF_GPU_ALLOCATOR=cuda_malloc_async' will improve the situation".
+    let quoted_after = after.trim_start_matches(['\'', '"', '`']).trim_start();
+    let bfc_hint = before.trim_end_matches(['\'', '"', '`']).trim_end().ends_with("environment variable") || quoted_after.starts_with("will improve");
+    before.ends_with("setting") || before.ends_with("set") || before.ends_with("try") || after.starts_with("to avoid") || use_hint || bfc_hint
 }
 
 fn settings(block: &str, case: &mut Case) {

@@ -366,6 +366,14 @@ fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
                 if covered <= max_vmem.saturating_sub(MIB) {
                     x.set("request_fits_after_fix");
                 }
+                // The need itself is above the highest limit the flag allows on every chip
+                // consistent with the log: no limit setting can fit it.
+                if need > max_vmem.saturating_sub(MIB) {
+                    x.set("need_exceeds_physical_vmem");
+                }
+            } else if id == "tpu.vmem-program" && s.limit.is_some_and(|l| need > l) {
+                // No chip has more VMEM than the Y of "Used X of Y vmem": Y is the physical VMEM.
+                x.set("need_exceeds_physical_vmem");
             }
         }
         if let Some(limit) = s.limit {
@@ -553,6 +561,13 @@ fn pytorch_allocator(f: &Finding, x: &mut Facts) {
     if s.limit.zip(s.total).is_some_and(|(l, t)| l >= t) {
         x.conditions.remove("memory_fraction_cap");
     }
+    // The fraction in effect, as torch.cuda.set_per_process_memory_fraction set it
+    // (`allowed` is fraction × total, c10/cuda/CUDACachingAllocator.cpp `setMemoryFraction`).
+    if let (Some(limit), Some(total)) = (s.limit, s.total.filter(|t| *t > 0)) {
+        if x.conditions.contains("memory_fraction_cap") {
+            x.var("memory_fraction_set", format!("{:.2}", limit as f64 / total as f64));
+        }
+    }
     if let Some(total) = s.total {
         x.var("device_total_h", format_bytes(total));
         // Cards of 4 GiB or less: the CUDA context and a display take a large share.
@@ -595,8 +610,38 @@ fn pytorch_allocator(f: &Finding, x: &mut Facts) {
         // of the device or more (and at least the request) is called out.
         if processes == 0 && elsewhere >= s.requested.unwrap_or(0).max(total / 5) && elsewhere > 0 {
             x.set("held_outside_allocator");
+            // Other processes are named only for what the context and a display cannot
+            // explain: the part beyond that allowance must itself hold the request and be
+            // a material part (a tenth) of the device.
+            if f.platform == Platform::Cuda {
+                let allowance = cuda_context_allowance(&f.case);
+                x.var("context_allowance_h", format_bytes(allowance));
+                let beyond = elsewhere.saturating_sub(allowance);
+                if beyond >= s.requested.unwrap_or(0).max(total / 10) && beyond > 0 {
+                    x.set("elsewhere_beyond_context");
+                }
+            }
         }
     }
+}
+
+/// Device memory a PyTorch process and a desktop display can hold outside PyTorch's
+/// allocator before other processes need be assumed. The CUDA context holds the loaded
+/// kernels: with eager module loading (CUDA before 11.7, or PyTorch before 1.13, which
+/// sets `CUDA_MODULE_LOADING=LAZY` when unset: pytorch/pytorch#86509) every kernel of
+/// PyTorch's libraries is loaded at start, over 1000 MB by a PyTorch maintainer's account
+/// (pytorch/pytorch#107667); with lazy loading 287 MB for one op (#86509), about 400 MB
+/// once cuBLAS/cuDNN are in use (#109888). cuBLAS workspaces come from PyTorch's own
+/// allocator and count as PyTorch's. A desktop on the same card is given 512 MiB: an
+/// allowance, not a measurement (the message cannot show whether a display is attached).
+fn cuda_context_allowance(case: &case::Case) -> u64 {
+    const DISPLAY: u64 = 512 * MIB;
+    let lazy_from = oomdoc_kb::version::Version::parse("1.13");
+    // The log allows a release before 1.13 (or says nothing): the eager context is possible.
+    let eager_possible = case.versions.get("torch").is_none_or(|v| v.overlaps(None, lazy_from.as_ref()))
+        || case.versions.get("cuda").is_some_and(|v| v.overlaps(None, oomdoc_kb::version::Version::parse("11.7").as_ref()));
+    let context = if eager_possible { 1024 * MIB } else { 512 * MIB };
+    context + DISPLAY
 }
 
 /// What pipeline arithmetic alone can say from "Required: R, limit L": if the kernel's

@@ -385,6 +385,11 @@ fn bfc_dump(t: &str, from: usize, h: &mut Hit) {
         end = end.max(c.get(0).unwrap().end());
     }
     if let (Some(limit), Some(inuse), Some(req)) = (h.get(SizeKey::Limit), h.get(SizeKey::Allocated), h.get(SizeKey::Requested)) {
+        // The statistics show the pool itself has less free than the request: full, not
+        // fragmented. Without them neither can be told from the warning alone.
+        if limit.saturating_sub(inuse) < req {
+            h.flag("pool_full");
+        }
         if let Some(largest) = h.details.get("largest_free_block").and_then(|v| v.as_u64()) {
             if limit.saturating_sub(inuse) >= req && largest < req {
                 h.flag("fragmentation");
