@@ -106,6 +106,57 @@ pub(crate) fn anchor_searcher(buckets: &[&[&str]]) -> &'static AnchorSearcher {
     A.get_or_init(|| AnchorSearcher::new(buckets, std::env::var("OOMDOC_ANCHOR_SEARCH").as_deref() != Ok("packed")))
 }
 
+/// For each anchor, the patterns that contain it and where: an anchor found in the text
+/// is confirmed by comparing only the few patterns that can hold it there, instead of
+/// running the patterns' automaton over its whole line. (Most lines that hold an anchor
+/// hold no pattern: a log line that mentions memory without failing.)
+pub struct AnchorPatterns {
+    /// Per first byte: the anchors that start with it (indices into `anchors`).
+    by_first: Vec<Vec<usize>>,
+    /// Each anchor, with (pattern, offset of the anchor in it) for every place it occurs
+    /// in a pattern.
+    anchors: Vec<(Box<[u8]>, Vec<(usize, usize)>)>,
+    patterns: Vec<Box<[u8]>>,
+}
+
+impl AnchorPatterns {
+    /// `patterns` should each contain one of `anchors` (else they are never confirmed).
+    pub fn new<'a>(anchors: impl IntoIterator<Item = &'a str>, patterns: &[&str]) -> AnchorPatterns {
+        let mut index = AnchorPatterns { by_first: vec![Vec::new(); 256], anchors: Vec::new(), patterns: patterns.iter().map(|p| p.as_bytes().into()).collect() };
+        for a in anchors {
+            let a = a.as_bytes();
+            let Some(&first) = a.first() else { continue };
+            let mut places = Vec::new();
+            for (t, p) in patterns.iter().enumerate() {
+                // Every occurrence, overlapping ones too.
+                places.extend(p.as_bytes().windows(a.len()).enumerate().filter(|(_, w)| *w == a).map(|(k, _)| (t, k)));
+            }
+            index.by_first[first as usize].push(index.anchors.len());
+            index.anchors.push((a.into(), places));
+        }
+        index
+    }
+
+    /// Whether a pattern lies wholly within `hay[lo..]` with one of its anchors starting
+    /// at `at`.
+    #[inline]
+    pub fn any_at(&self, hay: &[u8], lo: usize, at: usize) -> bool {
+        let Some(&first) = hay.get(at) else { return false };
+        for &i in &self.by_first[first as usize] {
+            let (anchor, places) = &self.anchors[i];
+            if !hay[at..].starts_with(anchor) {
+                continue;
+            }
+            for &(t, k) in places {
+                if at >= lo + k && hay[at - k..].starts_with(&self.patterns[t]) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod vbmi {
     use std::arch::x86_64::*;

@@ -62,7 +62,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// Sizes in bytes, only those the log states (after unit conversion).
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq, Hash)]
 pub struct Sizes {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requested: Option<u64>,

@@ -191,7 +191,7 @@ struct Pending {
 #[derive(Default)]
 struct Collector {
     pending: Vec<Pending>,
-    index: HashMap<String, usize>,
+    index: HashMap<FailureKey, usize>,
     fatal: usize,
     truncated: Truncated,
 }
@@ -212,23 +212,29 @@ impl Collector {
         let flat = normalize::flatten(&lines);
         let times = multi::BlockTimes::of(&raw.lines);
         for hit in recognize::recognize_all(&flat) {
+            let copies = 1 + repeated_copies(&raw.repeats, &flat, &hit);
+            // A failure seen before is counted, not built again (a flood of one message).
+            let key = FailureKey::of_hit(&hit);
+            if let Some(&i) = self.index.get(&key) {
+                self.pending[i].finding.occurrences += copies;
+                continue;
+            }
             let mut finding = build(&hit, &flat);
             finding.time = times.before(finding.line);
-            let key = fingerprint(&finding);
+            finding.occurrences = copies;
             let fatal = is_fatal(&finding);
             let room = if fatal { self.fatal < MAX_FATAL } else { self.pending.len() - self.fatal < MAX_WARNINGS };
-            match self.index.get(&key) {
-                Some(&i) => self.pending[i].finding.occurrences += 1,
-                None if room => {
-                    self.fatal += fatal as usize;
-                    self.index.insert(key, self.pending.len());
-                    // Keep the text around the message for framework and training cues.
-                    let lo = flat.text[..hit.start].char_indices().rev().nth(3000).map_or(0, |(i, _)| i);
-                    let hi = recognize::window(&flat.text, hit.start, 6000).len() + hit.start;
-                    self.pending.push(Pending { finding, flags: hit.flags.clone(), block_text: flat.text[lo..hi].to_string() });
-                }
-                None if fatal => self.truncated.errors += 1,
-                None => self.truncated.warnings += 1,
+            if room {
+                self.fatal += fatal as usize;
+                self.index.insert(key, self.pending.len());
+                // Keep the text around the message for framework and training cues.
+                let lo = flat.text[..hit.start].char_indices().rev().nth(3000).map_or(0, |(i, _)| i);
+                let hi = recognize::window(&flat.text, hit.start, 6000).len() + hit.start;
+                self.pending.push(Pending { finding, flags: hit.flags.clone(), block_text: flat.text[lo..hi].to_string() });
+            } else if fatal {
+                self.truncated.errors += copies;
+            } else {
+                self.truncated.warnings += copies;
             }
         }
     }
@@ -288,17 +294,53 @@ impl Collector {
     }
 }
 
-/// What makes two findings the same failure (a traceback repeated by every worker).
-fn fingerprint(f: &Finding) -> String {
-    format!(
-        "{}|{:?}|{:?}|{:?}|{:?}|{:?}",
-        f.id,
-        serde_json::to_string(&f.sizes).unwrap_or_default(),
-        f.culprit.op,
-        f.culprit.kernel,
-        f.culprit.shape,
-        f.culprit.node
-    )
+/// What makes two findings the same failure (a traceback repeated by every worker): the
+/// entry, the sizes and what the failure points at, as the finding will have them.
+#[derive(PartialEq, Eq, Hash)]
+struct FailureKey {
+    id: std::borrow::Cow<'static, str>,
+    sizes: Sizes,
+    op: Option<String>,
+    kernel: Option<String>,
+    shape: Option<String>,
+    node: Option<String>,
+}
+
+impl FailureKey {
+    /// Read off the hit, so that a failure seen before is counted without building it.
+    fn of_hit(hit: &Hit) -> FailureKey {
+        let c = &hit.culprit;
+        FailureKey { id: hit.id.into(), sizes: hit_sizes(hit), op: c.op.clone(), kernel: c.kernel.clone(), shape: c.shape.clone(), node: c.node.clone() }
+    }
+
+    /// The same key, of a finding built (the reports of several logs are merged by it).
+    fn of_finding(f: &Finding) -> FailureKey {
+        let c = &f.culprit;
+        FailureKey { id: f.id.clone().into(), sizes: f.sizes.clone(), op: c.op.clone(), kernel: c.kernel.clone(), shape: c.shape.clone(), node: c.node.clone() }
+    }
+}
+
+/// Copies of the hit's line that the scanner counted instead of keeping (see
+/// [`scan::RawBlock::repeats`]): each would have given the same hit. A message over
+/// several lines is not multiplied by a repeat of one of them.
+fn repeated_copies(repeats: &[(u64, u64)], flat: &normalize::Flat, hit: &Hit) -> u64 {
+    if repeats.is_empty() {
+        return 0;
+    }
+    let line = flat.line_at(hit.start);
+    if flat.line_at(hit.end.saturating_sub(1).max(hit.start)) != line {
+        return 0;
+    }
+    repeats.binary_search_by_key(&line, |r| r.0).map_or(0, |i| repeats[i].1)
+}
+
+/// The sizes a hit states, by the contract's keys.
+fn hit_sizes(hit: &Hit) -> Sizes {
+    let mut sizes = Sizes::default();
+    for (k, p) in &hit.sizes {
+        *sizes.slot(*k) = Some(p.bytes);
+    }
+    sizes
 }
 
 /// Turn a recognizer hit into a finding (before advice).
@@ -306,12 +348,8 @@ fn build(hit: &Hit, flat: &normalize::Flat) -> Finding {
     let entry = KnowledgeBase::embedded_by_id(hit.id);
     let kind = entry.map_or(Kind::Oom, |e| e.kind);
     let severity = if hit.flags.contains("warning_only") { Severity::Warning } else { entry.map_or(Severity::Error, |e| e.severity) };
-    let mut sizes = Sizes::default();
-    let mut printed = std::collections::BTreeMap::new();
-    for (k, p) in &hit.sizes {
-        *sizes.slot(*k) = Some(p.bytes);
-        printed.insert(k.name().to_string(), p.text.clone());
-    }
+    let sizes = hit_sizes(hit);
+    let printed = hit.sizes.iter().map(|(k, p)| (k.name().to_string(), p.text.clone())).collect();
     let code = hit.code_in_log.clone().or_else(|| entry.and_then(|e| e.code.clone()));
     let excerpt = excerpt(&flat.text, hit.start, hit.end);
     let mut f = Finding {

@@ -12,14 +12,14 @@
 
 use crate::finding::{Confidence, Finding, Report, SizeKey};
 use crate::recognize::Hit;
-use crate::{build, fingerprint, normalize, Collector, Options, Pending, MAX_FATAL, MAX_WARNINGS};
+use crate::{build, normalize, Collector, FailureKey, Options, Pending, MAX_FATAL, MAX_WARNINGS};
 use oomdoc_kb::{Kind, Severity};
 use std::collections::HashMap;
 
 /// Merge the reports of several logs, given in order as `(log name, report)`.
 pub fn merge_reports(logs: Vec<(String, Report)>) -> Report {
     let mut out = Report::default();
-    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut index: HashMap<FailureKey, usize> = HashMap::new();
     // (position of the log of the first occurrence, finding)
     let mut merged: Vec<(usize, Finding)> = Vec::new();
     for (pos, (name, report)) in logs.into_iter().enumerate() {
@@ -39,7 +39,7 @@ pub fn merge_reports(logs: Vec<(String, Report)>) -> Report {
             if files.is_empty() {
                 files.push(file.clone());
             }
-            let key = fingerprint(&f);
+            let key = FailureKey::of_finding(&f);
             match index.get(&key) {
                 Some(&i) => {
                     let g = &mut merged[i].1;

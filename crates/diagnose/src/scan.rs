@@ -280,19 +280,40 @@ fn anchor_searcher() -> &'static crate::anchor_search::AnchorSearcher {
     crate::anchor_search::anchor_searcher(ANCHOR_BUCKETS)
 }
 
+/// The start triggers and context words that contain each anchor, and where.
+fn anchor_patterns() -> &'static crate::anchor_search::AnchorPatterns {
+    static A: OnceLock<crate::anchor_search::AnchorPatterns> = OnceLock::new();
+    A.get_or_init(|| crate::anchor_search::AnchorPatterns::new(ANCHOR_BUCKETS.iter().flat_map(|b| b.iter().copied()), &start_patterns()))
+}
+
 /// The first start trigger or context word in `hay` (as `start_automaton().find` would
 /// report it), found by searching anchors and verifying only the lines that hold one.
+///
+/// Every trigger contains an anchor and no newline, so a line holds a trigger exactly
+/// when, at one of its anchors, one of the few triggers that contain that anchor is
+/// there: a compare or two per anchor ([`anchor_patterns`]), not an automaton run over
+/// the line. Only a line that holds one is read by the automaton, for the exact first
+/// trigger, from the longest trigger's length before its first anchor (no trigger can
+/// start earlier: it would hold an anchor before that one).
 fn next_trigger(hay: &[u8]) -> Option<aho_corasick::Match> {
-    let anchors = anchor_searcher();
-    let full = start_automaton();
-    let mut from = 0;
+    let (anchors, index, full) = (anchor_searcher(), anchor_patterns(), start_automaton());
+    let (mut from, mut line, mut first) = (0, 0, None);
     while from < hay.len() {
         let at = anchors.find_start(hay, from)?;
-        let w = Window::around(hay, from, at);
-        if let Some(m) = full.find(&hay[w.from..w.end]) {
-            return Some(aho_corasick::Match::new(m.pattern(), w.from + m.start()..w.from + m.end()));
+        if let Some(i) = memchr::memrchr(b'\n', &hay[from..at]) {
+            (line, first) = (from + i + 1, None);
         }
-        from = w.end + 1;
+        let first_anchor = *first.get_or_insert(at);
+        if !index.any_at(hay, line, at) {
+            from = at + 1;
+            continue;
+        }
+        let end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
+        let span = line.max(first_anchor.saturating_sub(longest_trigger()));
+        if let Some(m) = full.find(&hay[span..end]) {
+            return Some(aho_corasick::Match::new(m.pattern(), span + m.start()..span + m.end()));
+        }
+        (from, line, first) = (end + 1, end + 1, None);
     }
     None
 }
@@ -330,6 +351,10 @@ fn start_automaton() -> &'static AhoCorasick {
 pub struct RawBlock {
     /// (1-based line number, bytes without the newline).
     pub lines: Vec<(u64, Vec<u8>)>,
+    /// (line number, copies): a line with a start trigger that the next lines repeated
+    /// byte for byte, kept once in `lines`; the copies that followed it are only counted
+    /// (a flood of one failure line costs a compare per line, not a block per 4000).
+    pub repeats: Vec<(u64, u64)>,
 }
 
 /// Totals of one scan.
@@ -354,11 +379,38 @@ struct OpenBlock {
     lines: Vec<(u64, Vec<u8>)>,
     quiet: u32,
     bytes: usize,
+    /// The last line was kept whole and holds a start trigger (also a context word, when
+    /// `last_context`): a byte-identical next line is counted in `repeats`.
+    last_repeatable: bool,
+    last_context: bool,
+    repeats: Vec<(u64, u64)>,
 }
 
 impl OpenBlock {
+    fn new(lines: Vec<(u64, Vec<u8>)>) -> OpenBlock {
+        let bytes = lines.iter().map(|l| l.1.len()).sum();
+        OpenBlock { lines, quiet: 0, bytes, last_repeatable: false, last_context: false, repeats: Vec::new() }
+    }
+
     fn done(&self) -> bool {
         self.quiet >= QUIET_LINES || self.lines.len() >= MAX_BLOCK_LINES || self.bytes >= MAX_BLOCK_BYTES
+    }
+
+    /// Whether `line` (complete) repeats the last line, which holds a start trigger.
+    fn repeats_last(&self, line: &[u8]) -> bool {
+        self.last_repeatable && self.lines.last().is_some_and(|l| l.1 == line)
+    }
+
+    /// Counts a copy of the last line, numbered `n`.
+    fn count_repeat(&mut self, n: u64, len: usize) {
+        let last = self.lines.last().expect("a repeated line").0;
+        match self.repeats.last_mut() {
+            Some((at, copies)) if *at == last => *copies += 1,
+            _ => self.repeats.push((last, 1)),
+        }
+        debug_assert!(n > last);
+        self.quiet = 0;
+        self.bytes += len;
     }
 }
 
@@ -418,56 +470,128 @@ const PARALLEL_MIN: usize = 1 << 20;
 /// The first trigger of every line of a region that holds one, and where its newlines
 /// are: what the skip path needs, computed on all cores.
 struct TriggerLines {
-    /// (offset, pattern) of each line's first trigger, in order.
-    hits: Vec<(usize, usize)>,
-    /// Sorted (offset, newlines before it): the region's start, each part's start and
-    /// each trigger line's start.
-    marks: Vec<(usize, u64)>,
+    /// Each trigger line's first trigger, in order; byte-identical lines in a row as one run.
+    hits: Vec<TriggerRun>,
+    /// Sorted: the region's start, each part's start and each run's first line.
+    marks: Vec<Mark>,
     /// Newlines in the whole region.
     total: u64,
 }
 
+/// A trigger line and the byte-identical lines right after it (a flood of one message):
+/// `lines` lines `stride` bytes apart, each with its first trigger, `pattern`, at the
+/// same place. Memory per run, not per line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct TriggerRun {
+    at: usize,
+    pattern: usize,
+    stride: usize,
+    lines: usize,
+}
+
+impl TriggerRun {
+    /// The last line's trigger.
+    fn last(&self) -> usize {
+        self.at + (self.lines - 1) * self.stride
+    }
+
+    /// The first of its triggers at or after `pos` (which is at most [`Self::last`]).
+    fn first_from(&self, pos: usize) -> usize {
+        if pos <= self.at {
+            self.at
+        } else {
+            self.at + (pos - self.at).div_ceil(self.stride) * self.stride
+        }
+    }
+}
+
+/// Where the newlines before an offset are known: `newlines` before `at`, then `lines`
+/// lines of `stride` bytes each (a run of trigger lines; none for a part's start).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Mark {
+    at: usize,
+    newlines: u64,
+    stride: usize,
+    lines: usize,
+}
+
 impl TriggerLines {
-    /// Newlines in `region[..x]`: from the nearest mark, counted over the gap only.
+    /// Newlines in `region[..x]`: from the nearest mark, past its run's lines without
+    /// reading them, counted over the rest of the gap only.
     fn newlines_before(&self, region: &[u8], x: usize) -> u64 {
-        let i = self.marks.partition_point(|m| m.0 <= x);
-        let (at, n) = self.marks[i - 1];
-        n + bytecount::count(&region[at..x], b'\n') as u64
+        let i = self.marks.partition_point(|m| m.at <= x);
+        let m = self.marks[i - 1];
+        let whole = if m.lines == 0 { 0 } else { ((x - m.at) / m.stride).min(m.lines) };
+        let from = m.at + whole * m.stride;
+        m.newlines + whole as u64 + bytecount::count(&region[from..x], b'\n') as u64
     }
 }
 
 /// The triggers and newlines of one part of a region (offsets from the region's start).
 #[derive(Debug, Default)]
 struct Part {
-    hits: Vec<(usize, usize)>,
-    marks: Vec<(usize, u64)>,
+    hits: Vec<TriggerRun>,
+    marks: Vec<Mark>,
     newlines: u64,
 }
 
 /// Searches `hay`, which starts at offset `base` of its region and at a line start.
 fn search_part(hay: &[u8], base: usize) -> Part {
-    // The lines that hold an anchor, as the windows `next_trigger` would verify: found
-    // first, then verified together (see `verify_windows`). The anchor search counts the
-    // newlines it passes; the rest of an anchor's line is skipped, and holds one.
-    let anchors = anchor_searcher();
+    // Anchors are confirmed as in `next_trigger`; the lines that hold a trigger are
+    // collected first and then verified together for the exact first trigger (see
+    // `verify_windows`). The anchor search counts the newlines it passes.
+    let (anchors, index) = (anchor_searcher(), anchor_patterns());
+    // The windows to verify, and the runs of trigger lines as (first line, index of the
+    // window whose answer is theirs, stride, lines): a line byte-identical to the
+    // trigger line before it takes that line's answer, moved, instead of being verified
+    // again, and the copies right after a trigger line (a flood of one message) only
+    // lengthen its run, compared without being searched.
     let mut windows: Vec<Window> = Vec::new();
+    let mut runs: Vec<(Window, usize, usize, usize)> = Vec::new();
     let mut newlines = 0;
-    let mut from = 0;
+    // The line that holds `from`, and its first anchor.
+    let (mut from, mut line, mut first) = (0, 0, None);
     while from < hay.len() {
         let (found, passed) = anchors.find_start_counting(hay, from);
         newlines += passed;
         let Some(at) = found else { break };
-        let w = Window { newlines, ..Window::around(hay, from, at) };
-        newlines += u64::from(w.end < hay.len());
-        from = w.end + 1;
-        windows.push(w);
+        if passed > 0 {
+            line = memchr::memrchr(b'\n', &hay[from..at]).map_or(from, |i| from + i + 1);
+            first = None;
+        }
+        let first_anchor = *first.get_or_insert(at);
+        if !index.any_at(hay, line, at) {
+            from = at + 1;
+            continue;
+        }
+        let end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
+        let w = Window { line_start: line, from: line.max(first_anchor.saturating_sub(longest_trigger())), end, newlines };
+        let text = &hay[line..end];
+        match runs.last_mut() {
+            Some((f, _, stride, lines)) if hay[f.line_start..f.end] == *text && f.line_start + *lines * *stride == line => *lines += 1,
+            Some(&mut (f, i, _, _)) if hay[f.line_start..f.end] == *text => runs.push((w, i, end + 1 - line, 1)),
+            _ => {
+                windows.push(w);
+                runs.push((w, windows.len() - 1, end + 1 - line, 1));
+            }
+        }
+        newlines += u64::from(end < hay.len());
+        from = end + 1;
+        // The copies right after it.
+        while from < hay.len() && hay[from..].starts_with(text) && hay.get(from + text.len()).is_none_or(|&b| b == b'\n') {
+            runs.last_mut().expect("the run of this line").3 += 1;
+            let next_end = from + text.len();
+            newlines += u64::from(next_end < hay.len());
+            from = next_end + 1;
+        }
+        (line, first) = (from, None);
     }
     let found = verify_windows(hay, &windows);
     let mut part = Part { newlines, ..Part::default() };
-    for (w, m) in windows.iter().zip(found) {
-        let Some((pattern, at)) = m else { continue };
-        part.marks.push((base + w.line_start, w.newlines));
-        part.hits.push((base + at, pattern));
+    for (w, i, stride, lines) in runs {
+        let Some((pattern, at)) = found[i] else { continue };
+        part.marks.push(Mark { at: base + w.line_start, newlines: w.newlines, stride, lines });
+        part.hits.push(TriggerRun { at: base + w.line_start + (at - windows[i].line_start), pattern, stride, lines });
     }
     part
 }
@@ -481,19 +605,6 @@ struct Window {
     end: usize,
     /// Newlines in the part before `line_start`.
     newlines: u64,
-}
-
-impl Window {
-    /// The line of an anchor at `at`, the first one at or after `from` (which starts a
-    /// line or follows one). No anchor starts before `at` on this line, and every trigger
-    /// holds one: no trigger starts more than the longest trigger's length before `at`.
-    /// (A long JSON-lines record is read from there, not from its start.) Its newlines
-    /// are the caller's to count.
-    fn around(hay: &[u8], from: usize, at: usize) -> Window {
-        let line_start = memchr::memrchr(b'\n', &hay[from..at]).map_or(from, |i| from + i + 1);
-        let end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
-        Window { line_start, from: line_start.max(at.saturating_sub(longest_trigger())), end, newlines: 0 }
-    }
 }
 
 /// The first trigger (pattern, start) of each window, exactly as the trigger automaton's
@@ -562,8 +673,8 @@ fn split_points(region: &[u8], parts: usize) -> Vec<usize> {
 fn merge_parts(parts: Vec<Part>, cuts: &[usize]) -> TriggerLines {
     let mut out = TriggerLines { hits: Vec::new(), marks: Vec::new(), total: 0 };
     for (part, &start) in parts.into_iter().zip(cuts) {
-        out.marks.push((start, out.total));
-        out.marks.extend(part.marks.into_iter().map(|(at, n)| (at, out.total + n)));
+        out.marks.push(Mark { at: start, newlines: out.total, stride: 0, lines: 0 });
+        out.marks.extend(part.marks.into_iter().map(|m| Mark { newlines: out.total + m.newlines, ..m }));
         out.hits.extend(part.hits);
         out.total += part.newlines;
     }
@@ -934,17 +1045,42 @@ impl Cutter {
                 if !continues {
                     self.line_no += 1;
                 }
+                let complete = nl < region.len() || eof;
+                if !continues && complete && block.repeats_last(line) {
+                    // Same bytes, same triggers: counted, not searched or copied again.
+                    if block.last_context {
+                        remember_context(context, self.line_no, line);
+                    }
+                    block.count_repeat(self.line_no, line.len());
+                    pos = if nl < region.len() { nl + 1 } else { region.len() };
+                    if block.done() {
+                        let b = self.open.take().unwrap();
+                        self.stats.blocks += 1;
+                        on_block(finish(b));
+                        self.history.clear();
+                        floor = pos;
+                    }
+                    continue;
+                }
                 let mut hit = false;
+                let mut start = false;
+                let mut in_context = false;
                 let mut marks = Vec::new();
                 for m in auto.ac.find_iter(line) {
                     match auto.roles[m.pattern().as_usize()] {
-                        Role::Start | Role::Extend => {
+                        role @ (Role::Start | Role::Extend) => {
                             hit = true;
+                            start |= role == Role::Start;
                             marks.push(m.start());
                         }
-                        Role::Context => remember_context(context, self.line_no, line),
+                        Role::Context => {
+                            in_context = true;
+                            remember_context(context, self.line_no, line);
+                        }
                     }
                 }
+                block.last_repeatable = start && !continues && complete && line.len() <= MAX_KEPT_LINE;
+                block.last_context = in_context;
                 block.quiet = if hit { 0 } else { block.quiet + 1 };
                 block.bytes += line.len();
                 let piece = kept_around(line, &marks);
@@ -971,11 +1107,14 @@ impl Cutter {
             }
             // The first trigger at or after `pos`: precomputed per line when `pos` starts a
             // line (always, but in the piece that continues a giant line).
-            while next < triggers.len() && triggers[next].0 < pos {
+            while next < triggers.len() && triggers[next].last() < pos {
                 next += 1;
             }
             let found = if pos == 0 || region[pos - 1] == b'\n' {
-                triggers.get(next).map(|&(at, p)| aho_corasick::Match::new(aho_corasick::PatternID::must(p), at - pos..at - pos + 1))
+                triggers.get(next).map(|run| {
+                    let at = run.first_from(pos);
+                    aho_corasick::Match::new(aho_corasick::PatternID::must(run.pattern), at - pos..at - pos + 1)
+                })
             } else {
                 next_trigger(&region[pos..])
             };
@@ -1024,8 +1163,7 @@ impl Cutter {
                     }
                     before.reverse();
                     self.line_no += skipped;
-                    let bytes = before.iter().map(|l| l.1.len()).sum();
-                    self.open = Some(OpenBlock { lines: before, quiet: 0, bytes });
+                    self.open = Some(OpenBlock::new(before));
                     pos = line_start;
                 }
             }
@@ -1097,7 +1235,7 @@ fn finish(mut b: OpenBlock) -> RawBlock {
     // Drop the quiet tail: lines after the last hit add nothing but noise.
     let keep = b.lines.len().saturating_sub(b.quiet as usize).max(1);
     b.lines.truncate(keep.max(b.lines.len().min(LINES_BEFORE + 1)));
-    RawBlock { lines: b.lines }
+    RawBlock { lines: b.lines, repeats: b.repeats }
 }
 
 #[cfg(test)]
@@ -1128,6 +1266,11 @@ mod tests {
         assert!(b[0].lines.iter().any(|l| l.0 == 103 && l.1.starts_with(b"RuntimeError")));
     }
 
+    /// (offset, pattern) of every trigger line's first trigger, runs spelled out.
+    fn every_hit(runs: &[TriggerRun]) -> Vec<(usize, usize)> {
+        runs.iter().flat_map(|r| (0..r.lines).map(move |k| (r.at + k * r.stride, r.pattern))).collect()
+    }
+
     /// Every anchor, bucket by bucket.
     fn anchors() -> impl Iterator<Item = &'static str> {
         ANCHOR_BUCKETS.iter().flat_map(|b| b.iter().copied())
@@ -1141,6 +1284,8 @@ mod tests {
             "triggers without an anchor (run crates/diagnose/tools/pick_anchors.py on the trigger list and update ANCHOR_BUCKETS): {missing:?}"
         );
         assert!(anchors().count() <= 64, "Teddy searches at most 64 literals; {} anchors", anchors().count());
+        // Confirming an anchor compares triggers within its line (see `next_trigger`).
+        assert!(start_patterns().iter().all(|t| !t.contains('\n')), "a trigger holds a newline");
         assert!(ANCHOR_BUCKETS.len() <= 8, "the vectorized search has 8 buckets; {}", ANCHOR_BUCKETS.len());
         if crate::anchor_search::vectorized_search_available() {
             assert_eq!(crate::anchor_search::AnchorSearcher::new(ANCHOR_BUCKETS, true).kind(), "avx512-vbmi");
@@ -1159,19 +1304,28 @@ mod tests {
                 0 => "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
                 13 => "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n",
                 41 => "the memory  report: exceeded nothing, Killed nobody\n",
+                // A flood of one failure line: runs of identical trigger lines.
+                60..=69 => "Killed\n",
                 _ => "{\"step\": 1, \"loss\": 0.5, \"lr\": 3.0e-4}\n",
             });
         }
         let bytes = text.as_bytes();
         let one = trigger_lines(bytes, 1);
-        assert!(one.hits.len() > 600);
+        assert!(every_hit(&one.hits).len() > 600 * 12);
+        assert!(one.hits.iter().any(|r| r.lines == 10), "the floods' lines come as runs");
         for t in [2, 3, 7, 16] {
             let many = trigger_lines(bytes, t);
-            assert_eq!(many.hits, one.hits, "{t} threads");
+            assert_eq!(every_hit(&many.hits), every_hit(&one.hits), "{t} threads");
             assert_eq!(many.total, bytecount::count(bytes, b'\n') as u64);
-            // Newline counts from the marks equal a plain count, at marks and between them.
-            for x in many.hits.iter().map(|h| h.0).chain([0, 1, 12345, bytes.len() / 2, bytes.len()]) {
-                assert_eq!(many.newlines_before(bytes, x), bytecount::count(&bytes[..x], b'\n') as u64, "{t} threads at {x}");
+            // Newline counts from the marks equal a plain count, at marks, inside runs and
+            // between them.
+            let mut xs: Vec<usize> = every_hit(&many.hits).into_iter().flat_map(|h| [h.0, h.0 + 3]).chain([0, 1, 12345, bytes.len() / 2, bytes.len()]).collect();
+            xs.sort();
+            let (mut counted, mut upto) = (0u64, 0usize);
+            for x in xs {
+                counted += bytecount::count(&bytes[upto..x], b'\n') as u64;
+                upto = x;
+                assert_eq!(many.newlines_before(bytes, x), counted, "{t} threads at {x}");
             }
         }
         let run = |t| {
@@ -1363,6 +1517,35 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Text made of whole triggers, triggers cut short at either end, bare anchors and
+        /// line breaks, run together: confirming anchors against the triggers that hold
+        /// them finds exactly the trigger the full automaton finds, from any start.
+        #[test]
+        fn confirmed_anchors_find_what_the_automaton_finds(
+            picks in proptest::collection::vec((proptest::prelude::any::<u16>(), 0u8..5, 0usize..12), 1..40),
+        ) {
+            let pats = start_patterns();
+            let all: Vec<&str> = anchors().collect();
+            let mut text: Vec<u8> = Vec::new();
+            for (i, how, cut) in picks {
+                let t = pats[i as usize % pats.len()].as_bytes();
+                match how {
+                    0 => text.extend_from_slice(t),
+                    1 => text.extend_from_slice(&t[..t.len() - cut.min(t.len())]),
+                    2 => text.extend_from_slice(&t[cut.min(t.len())..]),
+                    3 => text.extend_from_slice(all[i as usize % all.len()].as_bytes()),
+                    _ => text.extend_from_slice(if cut % 2 == 0 { &b"\n"[..] } else { &b" x "[..] }),
+                }
+            }
+            for from in 0..text.len() {
+                let a = next_trigger(&text[from..]).map(|m| (m.pattern(), m.start()));
+                let b = start_automaton().find(&text[from..]).map(|m| (m.pattern(), m.start()));
+                proptest::prop_assert_eq!(a, b, "from {}", from);
+            }
+        }
+    }
+
     /// `search_part` (every anchor line first, then the windows verified several at a
     /// time) finds what a loop of `next_trigger` finds, hit for hit.
     #[test]
@@ -1388,13 +1571,18 @@ mod tests {
                 text.push(if (i + j) % 5 == 0 { ' ' } else { '\n' });
             }
         }
+        // Floods: identical trigger lines in a row, with a trigger at or after the start,
+        // and identical lines apart.
+        text.push_str(&"Killed\n".repeat(4));
+        text.push_str(&"  x RuntimeError: CUDA out of memory. y\n".repeat(3));
+        text.push_str("Killed\nmemory: fine\nKilled\n");
         text.push_str("last line without newline: out of memory");
         let hay = text.as_bytes();
         for cut in [0, 1, 17, 300, 1001, hay.len() / 2] {
             let part = search_part(&hay[cut..], cut);
             let want: Vec<(usize, usize)> = one_at_a_time(&hay[cut..]).into_iter().map(|(at, p)| (at + cut, p)).collect();
             assert!(!want.is_empty());
-            assert_eq!(part.hits, want, "from {cut}");
+            assert_eq!(every_hit(&part.hits), want, "from {cut}");
             assert_eq!(part.newlines, hay[cut..].iter().filter(|&&b| b == b'\n').count() as u64);
         }
     }

@@ -46,11 +46,15 @@ pub struct CountingAlloc;
 
 static LIVE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 static PEAK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Allocations made (and reallocations that grew), ever: a count of work that a clock
+/// cannot give deterministically.
+static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 fn grew(bytes: usize) {
     use std::sync::atomic::Ordering::SeqCst;
     let now = LIVE.fetch_add(bytes, SeqCst) + bytes;
     PEAK.fetch_max(now, SeqCst);
+    CALLS.fetch_add(1, SeqCst);
 }
 
 // SAFETY: every call is passed on to the system allocator unchanged; only counters are added.
@@ -87,4 +91,21 @@ pub fn peak_allocated_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
     PEAK.store(base, SeqCst);
     let r = f();
     (r, PEAK.load(SeqCst).saturating_sub(base))
+}
+
+/// What [`allocations_during`] measured.
+#[derive(Debug, Clone, Copy)]
+pub struct Allocations {
+    /// Peak bytes allocated above what was live when the measurement started.
+    pub peak: usize,
+    /// Allocations (and growing reallocations) made.
+    pub calls: usize,
+}
+
+/// Runs `f` and returns its result with its peak bytes and its number of allocations
+/// (needs [`CountingAlloc`] as the binary's global allocator).
+pub fn allocations_during<T>(f: impl FnOnce() -> T) -> (T, Allocations) {
+    let calls = CALLS.load(std::sync::atomic::Ordering::SeqCst);
+    let (r, peak) = peak_allocated_during(f);
+    (r, Allocations { peak, calls: CALLS.load(std::sync::atomic::Ordering::SeqCst) - calls })
 }

@@ -278,18 +278,38 @@ pub fn recognize_all(flat: &Flat) -> Vec<Hit> {
 }
 
 /// Where two hits cover the same text, keep the more specific (lower priority number,
-/// then the longer span).
+/// then the longer span). A weak, number-less hit of the same failure as a stronger one
+/// within 2000 bytes (the OOM killer's constraint line next to its "Killed process" line)
+/// adds nothing. O(n log n): a block of thousands of repeated messages (a flood of one
+/// failure line) must not cost the square of their number.
 fn resolve_overlaps(mut hits: Vec<Hit>) -> Vec<Hit> {
+    use std::collections::{BTreeSet, HashMap};
     hits.sort_by_key(|h| (h.priority, std::cmp::Reverse(h.end - h.start), h.start));
     let mut kept: Vec<Hit> = Vec::new();
+    // The kept spans as (start, end, index): they never overlap, so in this order their
+    // ends never decrease, and the last one starting before a hit's end is the only one
+    // that can overlap it.
+    let mut spans: BTreeSet<(usize, usize, usize)> = BTreeSet::new();
+    // Kept hits of a lower priority number than the current one, per id, by start and
+    // by end (for the weak-duplicate test); `kept[lower_upto..]` are not in them yet.
+    let mut lower: HashMap<&'static str, (BTreeSet<(usize, usize)>, BTreeSet<(usize, usize)>)> = HashMap::new();
+    let mut lower_upto = 0;
     for h in hits {
-        // A weak, number-less hit of the same failure as a stronger one in this block
-        // (the OOM killer's constraint line next to its "Killed process" line) adds nothing.
+        while lower_upto < kept.len() && kept[lower_upto].priority < h.priority {
+            let k = &kept[lower_upto];
+            let (starts, ends) = lower.entry(k.id).or_default();
+            starts.insert((k.start, lower_upto));
+            ends.insert((k.end, lower_upto));
+            lower_upto += 1;
+        }
+        let near = |set: &BTreeSet<(usize, usize)>, x: usize| set.range((x.saturating_sub(1999), 0)..=(x.saturating_add(1999), usize::MAX)).next().is_some();
         let weak_duplicate = h.priority >= 30
             && h.sizes.is_empty()
             && h.code_in_log.is_none()
-            && kept.iter().any(|k| k.id == h.id && k.priority < h.priority && (k.start.abs_diff(h.end) < 2000 || h.start.abs_diff(k.end) < 2000));
-        if !weak_duplicate && !kept.iter().any(|k| k.overlaps(&h)) {
+            && lower.get(h.id).is_some_and(|(starts, ends)| near(starts, h.end) || near(ends, h.start));
+        let overlapped = spans.range(..(h.end, 0, 0)).next_back().is_some_and(|&(start, end, _)| start < h.end && h.start < end);
+        if !weak_duplicate && !overlapped {
+            spans.insert((h.start, h.end, kept.len()));
             kept.push(h);
         }
     }
@@ -332,5 +352,47 @@ pub(crate) fn alloc_shape(a: &mut Allocation) {
     if let Some(s) = &a.shape {
         let (p, _) = shape_bytes(s);
         a.padded_bytes_computed = p;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The rule as first written, pair by pair (O(n²)): the reference.
+    fn resolve_overlaps_pairwise(mut hits: Vec<Hit>) -> Vec<Hit> {
+        hits.sort_by_key(|h| (h.priority, std::cmp::Reverse(h.end - h.start), h.start));
+        let mut kept: Vec<Hit> = Vec::new();
+        for h in hits {
+            let weak_duplicate = h.priority >= 30
+                && h.sizes.is_empty()
+                && h.code_in_log.is_none()
+                && kept.iter().any(|k| k.id == h.id && k.priority < h.priority && (k.start.abs_diff(h.end) < 2000 || h.start.abs_diff(k.end) < 2000));
+            if !weak_duplicate && !kept.iter().any(|k| k.overlaps(&h)) {
+                kept.push(h);
+            }
+        }
+        kept.sort_by_key(|h| h.start);
+        kept
+    }
+
+    proptest! {
+        /// Random hits (empty spans, equal spans, nested ones, weak and strong of the same
+        /// id near and far): the same hits kept as the pairwise rule keeps.
+        #[test]
+        fn overlaps_resolved_as_pair_by_pair(raw in proptest::collection::vec((0usize..6000, 0usize..2500, 0u8..4, prop_oneof![Just(20u8), Just(30), Just(45), Just(50)], any::<bool>()), 0..60)) {
+            const IDS: [&str; 4] = ["host.oom-killer", "pytorch.cuda-oom", "generic.device-oom", "host.compiler-oom"];
+            let hits: Vec<Hit> = raw.iter().map(|&(start, len, id, priority, sized)| {
+                let mut h = Hit::new(IDS[id as usize], start, start + len % 3000 * (len % 5).min(1));
+                h.priority = priority;
+                if sized {
+                    h.bytes(SizeKey::Requested, 1 << 20, "1 MiB".into());
+                }
+                h
+            }).collect();
+            let key = |v: Vec<Hit>| v.into_iter().map(|h| (h.id, h.start, h.end, h.priority)).collect::<Vec<_>>();
+            prop_assert_eq!(key(resolve_overlaps(hits.clone())), key(resolve_overlaps_pairwise(hits)));
+        }
     }
 }

@@ -4,9 +4,11 @@
 //! - stdout and stderr pass through unchanged and unbuffered. When our stdout (or
 //!   stderr) is a terminal, the child gets a pseudo-terminal for it, so colours and
 //!   progress bars stay; otherwise (CI, `| tee`) plain pipes, byte for byte.
-//! - A copy of every complete line goes through a bounded channel to the streaming
+//! - A copy of every complete line goes through a bounded queue to the streaming
 //!   scanner (`oomdoc_diagnose::diagnose_reader`) on its own thread: memory stays
-//!   bounded whatever the command prints (a slow scanner slows the copy, it never grows).
+//!   bounded whatever the command prints, and the command never waits for the scan. If
+//!   the scan falls more than [`SCAN_BACKLOG`] behind, the oldest unscanned output is
+//!   left out of it (never out of the pass-through), and the diagnosis says how much.
 //! - Non-zero exit or a signal: the diagnosis (the `diagnose` text) goes to stderr after
 //!   the command's own output; nothing is added on success. `--report FILE` always
 //!   writes the JSON contract, plus `exit_status` and `signal`.
@@ -31,7 +33,9 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::collections::VecDeque;
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Condvar, Mutex};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -73,8 +77,10 @@ pub struct RunArgs {
 
 /// Largest piece of output sent to the scanner at once (a longer line is cut there).
 const MAX_PIECE: usize = 1 << 20;
-/// Pieces in flight between the pass-through threads and the scanner.
-const CHANNEL_PIECES: usize = 16;
+/// Most bytes of output waiting for the scanner. The command's output never waits for
+/// the scan (that would slow the command); past this, the oldest waiting output is left
+/// out of the scan.
+const SCAN_BACKLOG: usize = 32 << 20;
 /// After the child exits, how long output still held open by its own children may pause
 /// before oomdoc stops waiting for it.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
@@ -193,7 +199,7 @@ struct Source {
 }
 
 /// Copy one stream: to our own descriptor at once (no buffering), and complete lines to the scanner.
-fn pass_through(mut src: Source, tx: SyncSender<Vec<u8>>, done: SyncSender<()>) {
+fn pass_through(mut src: Source, scan: Arc<ScanQueue>, done: SyncSender<()>) {
     // Write straight to the descriptor: std's stdout is line-buffered, which would hold back
     // a progress bar's carriage-return redraws.
     // SAFETY: the descriptor stays open for the life of the process; ManuallyDrop never closes it.
@@ -223,10 +229,10 @@ fn pass_through(mut src: Source, tx: SyncSender<Vec<u8>>, done: SyncSender<()>) 
         }
         if scanning {
             pending.extend_from_slice(data);
-            let cut = if pending.len() >= MAX_PIECE { Some(pending.len()) } else { memchr_last_nl(&pending).map(|i| i + 1) };
+            let cut = if pending.len() >= MAX_PIECE { Some(pending.len()) } else { memchr::memrchr(b'\n', &pending).map(|i| i + 1) };
             if let Some(cut) = cut {
                 let rest = pending.split_off(cut);
-                if tx.send(std::mem::replace(&mut pending, rest)).is_err() {
+                if !scan.push(std::mem::replace(&mut pending, rest)) {
                     scanning = false;
                     pending.clear();
                 }
@@ -235,40 +241,131 @@ fn pass_through(mut src: Source, tx: SyncSender<Vec<u8>>, done: SyncSender<()>) 
     }
     if scanning && !pending.is_empty() {
         pending.push(b'\n');
-        let _ = tx.send(pending);
+        scan.push(pending);
     }
+    scan.sender_done();
     let _ = done.send(());
 }
 
-fn memchr_last_nl(b: &[u8]) -> Option<usize> {
-    b.iter().rposition(|&c| c == b'\n')
+/// Output on its way from the pass-through threads to the scanner: complete lines, in
+/// order, at most `budget` bytes. Adding never waits, so the command is never slowed by
+/// the scan; when the scan falls further behind than the budget, the oldest waiting
+/// pieces are dropped and counted (a failure is printed last: the newest output is the
+/// one to keep).
+struct ScanQueue {
+    state: Mutex<QueueState>,
+    ready: Condvar,
+    budget: usize,
 }
 
-/// The scanner's side of the channel, as a reader. It ends when every sender is gone,
-/// or when `stop` is set (the child exited but something still holds its output open).
-struct ChannelReader {
-    rx: Receiver<Vec<u8>>,
+#[derive(Default)]
+struct QueueState {
+    pieces: VecDeque<Vec<u8>>,
+    bytes: usize,
+    /// Pass-through threads still adding.
+    senders: usize,
+    /// The scanner stopped reading.
+    reader_gone: bool,
+    dropped_bytes: u64,
+    dropped_lines: u64,
+}
+
+impl ScanQueue {
+    fn new(senders: usize, budget: usize) -> Arc<ScanQueue> {
+        Arc::new(ScanQueue { state: Mutex::new(QueueState { senders, ..QueueState::default() }), ready: Condvar::new(), budget })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds a piece, dropping the oldest waiting ones past the budget; false once the
+    /// scanner is gone.
+    fn push(&self, piece: Vec<u8>) -> bool {
+        let mut s = self.lock();
+        if s.reader_gone {
+            return false;
+        }
+        s.bytes += piece.len();
+        s.pieces.push_back(piece);
+        while s.bytes > self.budget && s.pieces.len() > 1 {
+            let old = s.pieces.pop_front().expect("a waiting piece");
+            s.bytes -= old.len();
+            s.dropped_bytes += old.len() as u64;
+            s.dropped_lines += memchr::memchr_iter(b'\n', &old).count() as u64;
+        }
+        drop(s);
+        self.ready.notify_one();
+        true
+    }
+
+    fn sender_done(&self) {
+        self.lock().senders -= 1;
+        self.ready.notify_one();
+    }
+
+    /// The next piece; None once every sender is done and nothing waits, or when `stop`
+    /// is set (the child exited but something still holds its output open).
+    fn pop(&self, stop: &AtomicBool) -> Option<Vec<u8>> {
+        let mut s = self.lock();
+        loop {
+            if let Some(p) = s.pieces.pop_front() {
+                s.bytes -= p.len();
+                return Some(p);
+            }
+            if s.senders == 0 || stop.load(Ordering::SeqCst) {
+                return None;
+            }
+            s = self.ready.wait_timeout(s, Duration::from_millis(100)).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
+
+    /// What was left out of the scan, for the report's notes.
+    fn dropped_note(&self) -> Option<String> {
+        let s = self.lock();
+        (s.dropped_bytes > 0).then(|| {
+            format!(
+                "the scan fell behind the command's output by more than {} MiB, so {} lines ({}) of it were passed through but not diagnosed; line numbers after that count only the lines scanned",
+                self.budget >> 20,
+                s.dropped_lines,
+                format_bytes(s.dropped_bytes)
+            )
+        })
+    }
+}
+
+/// The scanner's side of the queue, as a reader.
+struct QueueReader {
+    queue: Arc<ScanQueue>,
     cur: Vec<u8>,
     pos: usize,
     stop: Arc<AtomicBool>,
 }
 
-impl Read for ChannelReader {
+impl Read for QueueReader {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         while self.pos >= self.cur.len() {
-            match self.rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(v) => {
+            match self.queue.pop(&self.stop) {
+                Some(v) => {
                     self.cur = v;
                     self.pos = 0;
                 }
-                Err(RecvTimeoutError::Timeout) if !self.stop.load(Ordering::SeqCst) => {}
-                Err(_) => return Ok(0),
+                None => return Ok(0),
             }
         }
         let n = out.len().min(self.cur.len() - self.pos);
         out[..n].copy_from_slice(&self.cur[self.pos..self.pos + n]);
         self.pos += n;
         Ok(n)
+    }
+}
+
+impl Drop for QueueReader {
+    fn drop(&mut self) {
+        let mut s = self.queue.lock();
+        s.reader_gone = true;
+        s.pieces.clear();
+        s.bytes = 0;
     }
 }
 
@@ -596,23 +693,22 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
     }
 
     // The scanner thread and one pass-through thread per stream.
-    let (tx, rx) = sync_channel::<Vec<u8>>(CHANNEL_PIECES);
+    let queue = ScanQueue::new(sources.len(), SCAN_BACKLOG);
     let stop = Arc::new(AtomicBool::new(false));
     // The dump is read when the scan finishes, after the command has exited and written it,
     // so its buffers count in the facts and fixes as with `diagnose --dump`.
     let mut opts_scan = Options { lang: args.lang, threads: 1, ..Options::default() };
     opts_scan.dump = dump_dir.as_ref().map(|(d, _)| d.clone());
     opts_scan.snapshot_dir = recording.as_ref().map(|r| r.snapshots.clone());
-    let reader = ChannelReader { rx, cur: Vec::new(), pos: 0, stop: stop.clone() };
+    let reader = QueueReader { queue: queue.clone(), cur: Vec::new(), pos: 0, stop: stop.clone() };
     let scanner = std::thread::spawn(move || diagnose_reader(reader, &opts_scan));
     let (done_tx, done_rx) = sync_channel::<()>(sources.len());
     let n_sources = sources.len();
     for s in sources {
-        let tx = tx.clone();
+        let queue = queue.clone();
         let done = done_tx.clone();
-        std::thread::spawn(move || pass_through(s, tx, done));
+        std::thread::spawn(move || pass_through(s, queue, done));
     }
-    drop(tx);
     drop(done_tx);
 
     let ended = wait_child(pid, stdin_fg).map_err(|e| (2, format!("waiting for `{shown}`: {e}")))?;
@@ -647,6 +743,7 @@ fn run_inner(args: RunArgs) -> Result<u8, (u8, String)> {
         _ => Report::default(),
     };
     report.notes.extend(drain_note.clone());
+    report.notes.extend(queue.dropped_note());
     let after = KernelState::read();
 
     // The kernel's evidence for a SIGKILL.
@@ -1122,4 +1219,73 @@ fn add_kill_finding(report: &mut Report, ended: Ended, pid: i32, job: &Job, befo
     f.first_fatal = !report.findings.iter().any(|g| g.first_fatal);
     report.findings.push(f);
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The job's output never waits for the scan: with a scanner that reads nothing, 40
+    /// MiB go in without blocking (a blocked push would hang this test), at most the
+    /// budget waits, the newest output is what is kept, and what was dropped is counted.
+    #[test]
+    fn a_stalled_scan_never_blocks_the_output_and_keeps_the_newest() {
+        let budget = 4 << 20;
+        let queue = ScanQueue::new(1, budget);
+        let line = b"Killed\n";
+        let piece: Vec<u8> = line.repeat((64 << 10) / line.len());
+        let pieces = (40 << 20) / piece.len();
+        let pusher = {
+            let queue = queue.clone();
+            let piece = piece.clone();
+            std::thread::spawn(move || {
+                for i in 0..pieces {
+                    let mut p = piece.clone();
+                    if i == pieces - 1 {
+                        p.extend_from_slice(b"the last line\n");
+                    }
+                    assert!(queue.push(p));
+                    assert!(queue.lock().bytes <= budget, "bounded");
+                }
+                queue.sender_done();
+            })
+        };
+        pusher.join().unwrap();
+        let stop = AtomicBool::new(false);
+        let mut kept = Vec::new();
+        while let Some(p) = queue.pop(&stop) {
+            kept.extend_from_slice(&p);
+        }
+        assert!(kept.len() <= budget && kept.len() >= budget - piece.len() - 64, "{} bytes kept", kept.len());
+        assert!(kept.ends_with(b"the last line\n"));
+        let s = queue.lock();
+        assert_eq!(s.dropped_bytes as usize + kept.len(), pieces * piece.len() + b"the last line\n".len());
+        assert_eq!(s.dropped_lines, s.dropped_bytes / line.len() as u64);
+        drop(s);
+        assert!(queue.dropped_note().unwrap().contains("passed through but not diagnosed"));
+    }
+
+    /// Nothing dropped while the scan keeps up: every piece arrives, in order, and there is no note.
+    #[test]
+    fn a_scan_that_keeps_up_gets_everything_in_order() {
+        let queue = ScanQueue::new(2, 1 << 20);
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut reader = QueueReader { queue: queue.clone(), cur: Vec::new(), pos: 0, stop };
+        for who in [b'a', b'b'] {
+            let queue = queue.clone();
+            std::thread::spawn(move || {
+                for i in 0..1000u32 {
+                    assert!(queue.push(format!("{}{i}\n", who as char).into_bytes()));
+                }
+                queue.sender_done();
+            });
+        }
+        let mut all = String::new();
+        reader.read_to_string(&mut all).unwrap();
+        for who in ['a', 'b'] {
+            let mine: Vec<u32> = all.lines().filter_map(|l| l.strip_prefix(who)).map(|n| n.parse().unwrap()).collect();
+            assert_eq!(mine, (0..1000).collect::<Vec<_>>());
+        }
+        assert_eq!(queue.dropped_note(), None);
+    }
 }
