@@ -425,3 +425,13 @@ fn cuda_malloc_async_is_no_dead_end_without_statistics_showing_a_full_pool() {
     assert!(categories(&f).iter().take(3).any(|c| *c == "allocator-setting"), "{:?}", fix_ids(&f));
     assert!(f.cause.as_deref().unwrap().contains("cannot tell a full pool"), "{:?}", f.cause);
 }
+
+/// XLA's PjRt client wording (`Execution of replica N failed`) is JAX's runtime, not
+/// TensorFlow's: a BFC report that names no framework but carries it gets no TensorFlow-only
+/// allocator variable. Real message: google-deepmind/alphafold#355.
+#[test]
+fn the_pjrt_client_wording_is_not_tensorflow() {
+    let f = first("Allocator (GPU_0_bfc) ran out of memory trying to allocate 34.71GiB (rounded to 37274034432)requested by op\nExecution of replica 0 failed: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 37274034352 bytes.\n");
+    let tf_only = f.fixes.iter().filter(|fx| fx.code.as_deref().unwrap_or("").contains("TF_GPU_ALLOCATOR") || fx.title.contains("TF_GPU_ALLOCATOR")).count();
+    assert_eq!(tf_only, 0, "{:?}", fix_ids(&f));
+}

@@ -5,7 +5,10 @@ use crate::grammar;
 
 grammar!(fw_vllm, r"\bvllm\b|EngineCore|tpu_inference|vllm/");
 grammar!(fw_torch_xla, r"torch_xla|Bad StatusOr access|pytorch/xla|xla_util\.cc|XRTExecute|XLA_USE_BF16");
-grammar!(fw_jax, r"jaxlib|jax\.errors|jax\._src|XlaRuntimeError|JaxRuntimeError|/jax/|jax\.|pjit\(|jit\(");
+// `Execution of replica N failed` is XLA's PjRt stream-executor client
+// (`pjrt_stream_executor_client.cc`): JAX's runtime, or torch_xla's, which wins where it shows;
+// TensorFlow's own executor never prints it.
+grammar!(fw_jax, r"jaxlib|jax\.errors|jax\._src|XlaRuntimeError|JaxRuntimeError|/jax/|jax\.|pjit\(|jit\(|pjrt_stream_executor_client|Execution of replica \d+ failed");
 grammar!(fw_tf, r"tensorflow|ResourceExhaustedError|\bkeras|tf\.|report_tensor_allocations_upon_oom");
 grammar!(fw_torch, r"\btorch\.|/torch/|torch\._|OutOfMemoryError: CUDA|Tried to allocate|THCudaCheck|PYTORCH_");
 grammar!(exception, r"(?P<e>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|OutOfResources|UnfilteredStackTrace))\s*:");
