@@ -435,3 +435,12 @@ fn the_pjrt_client_wording_is_not_tensorflow() {
     let tf_only = f.fixes.iter().filter(|fx| fx.code.as_deref().unwrap_or("").contains("TF_GPU_ALLOCATOR") || fx.title.contains("TF_GPU_ALLOCATOR")).count();
     assert_eq!(tf_only, 0, "{:?}", fix_ids(&f));
 }
+
+/// A kernel's scoped-VMEM failure whose message states no sizes still offers raising the
+/// kernel's limit (without a computed value): it is what fixed pytorch/xla#9470, whose message
+/// is this one line.
+#[test]
+fn a_vmem_failure_without_sizes_still_offers_a_higher_limit() {
+    let f = first("ValueError: Ran out of memory in memory space vmem while allocating on stack for %quantized_matmul_int8\n");
+    assert!(fix_ids(&f).iter().take(3).any(|id| *id == "raise-vmem-limit-unsized"), "{} {:?}", f.id, fix_ids(&f));
+}
