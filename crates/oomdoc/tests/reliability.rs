@@ -488,15 +488,7 @@ fn run_sigkill_without_memory_evidence_says_so() {
 /// reason: the job is not blamed (no host.oom-killer finding), and a note says what happened.
 #[test]
 fn run_does_not_blame_the_job_for_another_process_oom_kill() {
-    let Some(cg) = common::small_memory_cgroup("rel", 64 << 20) else {
-        oomdoc_testkit::skip("run_does_not_blame_the_job_for_another_process_oom_kill", "cannot create a memory cgroup here (needs root and a writable cgroup filesystem)");
-        return;
-    };
-    if Command::new("python3").arg("-c").arg("pass").status().map(|s| !s.success()).unwrap_or(true) {
-        oomdoc_testkit::require_in_ci("run_does_not_blame_the_job_for_another_process_oom_kill", "python3 is not installed");
-        let _ = std::fs::remove_dir(&cg);
-        return;
-    }
+    let Some(cg) = common::python_memory_cgroup("run_does_not_blame_the_job_for_another_process_oom_kill", "rel", 64 << 20) else { return };
     let d = temp_dir("run-shared-cgroup");
     let rep = d.join("r.json");
     let procs = cg.join("cgroup.procs");
@@ -530,15 +522,7 @@ fn run_does_not_blame_the_job_for_another_process_oom_kill() {
 /// the job is counted at kill time: the launcher's quick worker is the job's, certain.
 #[test]
 fn run_attributes_a_worker_killed_within_milliseconds() {
-    let Some(cg) = common::small_memory_cgroup("quick", 64 << 20) else {
-        oomdoc_testkit::skip("run_attributes_a_worker_killed_within_milliseconds", "cannot create a memory cgroup here (needs root and a writable cgroup filesystem)");
-        return;
-    };
-    if Command::new("python3").arg("-c").arg("pass").status().map(|s| !s.success()).unwrap_or(true) {
-        oomdoc_testkit::require_in_ci("run_attributes_a_worker_killed_within_milliseconds", "python3 is not installed");
-        let _ = std::fs::remove_dir(&cg);
-        return;
-    }
+    let Some(cg) = common::python_memory_cgroup("run_attributes_a_worker_killed_within_milliseconds", "quick", 64 << 20) else { return };
     let d = temp_dir("run-quick-worker");
     let rep = d.join("r.json");
     // The launcher says which limit its own cgroup states (a program that sizes itself

@@ -184,15 +184,7 @@ fn xla_dump_flags_are_appended_and_the_dump_removed_or_kept() {
 /// (root with a writable cgroup v1 memory controller or cgroup v2); skipped otherwise.
 #[test]
 fn oom_kill_in_a_small_cgroup_is_certain() {
-    let Some(cg) = common::small_memory_cgroup("run-cli", 64 << 20) else {
-        oomdoc_testkit::skip("run cgroup OOM test", "cannot create a memory cgroup here (needs root and a writable cgroup filesystem)");
-        return;
-    };
-    if Command::new("python3").arg("-c").arg("pass").status().map(|s| !s.success()).unwrap_or(true) {
-        oomdoc_testkit::require_in_ci("run python test", "python3 is not installed");
-        let _ = std::fs::remove_dir(&cg);
-        return;
-    }
+    let Some(cg) = common::python_memory_cgroup("oom_kill_in_a_small_cgroup_is_certain", "run-cli", 64 << 20) else { return };
     let dir = temp_dir("cgroup");
     let rep = dir.join("report.json");
     let cmd = format!(

@@ -45,3 +45,19 @@ pub fn small_memory_cgroup(tag: &str, limit: u64) -> Option<PathBuf> {
     }
     None
 }
+
+/// A small memory cgroup for a test whose job runs python3: `None` (the test is skipped,
+/// or fails under CI when python3 is missing) where either cannot be had here.
+#[allow(dead_code)]
+pub fn python_memory_cgroup(test: &str, tag: &str, limit: u64) -> Option<PathBuf> {
+    let Some(cg) = small_memory_cgroup(tag, limit) else {
+        oomdoc_testkit::skip(test, "cannot create a memory cgroup here (needs root and a writable cgroup filesystem)");
+        return None;
+    };
+    if std::process::Command::new("python3").arg("-c").arg("pass").status().map(|s| !s.success()).unwrap_or(true) {
+        oomdoc_testkit::require_in_ci(test, "python3 is not installed");
+        let _ = std::fs::remove_dir(&cg);
+        return None;
+    }
+    Some(cg)
+}
