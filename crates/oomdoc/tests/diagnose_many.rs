@@ -4,7 +4,7 @@
 mod common;
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -192,20 +192,7 @@ fn follow_prints_each_failure_as_it_completes() {
     let d = temp_dir("follow");
     let log = d.join("train.log");
     std::fs::write(&log, "step 1\n").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_oomdoc"))
-        .args(["diagnose", "--follow", log.to_str().unwrap(), "--format", "json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
-    });
+    let (mut child, rx) = common::follow(&log);
     std::thread::sleep(Duration::from_millis(400));
     let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
     writeln!(f, "step 2\n{}", cuda_message()).unwrap();

@@ -182,25 +182,6 @@ fn encoding_names_match_the_readme() {
     assert_eq!(v["input"]["encoding"], "utf-16le", "{v}");
 }
 
-/// `oomdoc diagnose --follow` on `log`, its stdout lines sent to the channel.
-fn follow(log: &Path) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_oomdoc"))
-        .args(["diagnose", "--follow", log.to_str().unwrap(), "--format", "json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
-    });
-    (child, rx)
-}
-
 fn vm_hwm_kib(pid: u32) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     s.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok()).unwrap_or(0)
@@ -214,7 +195,7 @@ fn follow_reads_the_old_file_to_its_end_on_rotation() {
     let d = temp_dir("follow-rotate");
     let log = d.join("f.log");
     std::fs::write(&log, "step 0\n").unwrap();
-    let (mut child, rx) = follow(&log);
+    let (mut child, rx) = common::follow(&log);
     std::thread::sleep(Duration::from_millis(500));
     {
         let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
@@ -245,7 +226,7 @@ fn follow_notices_a_file_truncated_and_rewritten_past_its_old_size() {
     let steps: String = (1..=100).map(|i| format!("step {i}\n")).collect();
     std::fs::write(&log, format!("{steps}{}\nafter\n", OOM.replace("3.00 GiB", "1.00 GiB"))).unwrap();
     let old_len = std::fs::metadata(&log).unwrap().len();
-    let (mut child, rx) = follow(&log);
+    let (mut child, rx) = common::follow(&log);
     let headline = |l: String| -> String { serde_json::from_str::<Value>(&l).unwrap()["headline"].as_str().unwrap_or_default().to_string() };
     let first = rx.recv_timeout(Duration::from_secs(120)).map(headline);
     let new_steps: String = (1..=400).map(|i| format!("new step {i}\n")).collect();
@@ -282,7 +263,7 @@ fn follow_is_bounded_on_a_long_line() {
     let d = temp_dir("follow-long");
     let log = d.join("f.log");
     std::fs::write(&log, "").unwrap();
-    let (mut child, rx) = follow(&log);
+    let (mut child, rx) = common::follow(&log);
     {
         let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
         let chunk = vec![b'x'; 1 << 20];

@@ -61,3 +61,23 @@ pub fn python_memory_cgroup(test: &str, tag: &str, limit: u64) -> Option<PathBuf
     }
     Some(cg)
 }
+
+/// `oomdoc diagnose --follow` on `log`, its stdout lines sent to the channel.
+#[allow(dead_code)]
+pub fn follow(log: &Path) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_oomdoc"))
+        .args(["diagnose", "--follow", log.to_str().unwrap(), "--format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+        }
+    });
+    (child, rx)
+}
