@@ -161,11 +161,9 @@ fn judge(r: &Record, f: &Finding, how: Ranking, table: &Outcomes, hold_out: bool
 
 fn table(title: &str, rows: &BTreeMap<String, Figures>) -> (String, Figures) {
     let mut out = format!("\n{title}\n| family | records | detected | fix 1 | fix 1 or also-ok | among 1-3 | harmful fix 1 | a dead end has the category that worked |\n|---|---|---|---|---|---|---|---|\n");
-    let mut all = Figures::default();
-    for (fam, x) in rows {
-        all.add(x);
-        out += &format!(
-            "| {fam} | {} | {} | {} ({}) | {} | {} ({}) | {} | {} |\n",
+    let row = |name: &str, x: &Figures| {
+        format!(
+            "| {name} | {} | {} | {} ({}) | {} | {} ({}) | {} | {} |\n",
             x.records,
             x.detected,
             x.fix1,
@@ -175,20 +173,14 @@ fn table(title: &str, rows: &BTreeMap<String, Figures>) -> (String, Figures) {
             Figures::pct(x.top3, x.detected),
             x.harmful,
             x.dead_end_worked
-        );
+        )
+    };
+    let mut all = Figures::default();
+    for (fam, x) in rows {
+        all.add(x);
+        out += &row(fam, x);
     }
-    out += &format!(
-        "| **all** | {} | {} | {} ({}) | {} | {} ({}) | {} | {} |\n",
-        all.records,
-        all.detected,
-        all.fix1,
-        Figures::pct(all.fix1, all.detected),
-        all.fix1_same_kind,
-        all.top3,
-        Figures::pct(all.top3, all.detected),
-        all.harmful,
-        all.dead_end_worked
-    );
+    out += &row("**all**", &all);
     (out, all)
 }
 
