@@ -106,6 +106,7 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
                 why: fill_text(&d.why, lang, facts)?,
                 references: refs(entry, &d.refs),
                 verified: entry.dead_end_verified(d),
+                verification: entry.dead_end_reliance(d),
             })
         })
         .collect();
@@ -177,6 +178,7 @@ fn gated_fixes(entry: &Entry, facts: &Facts, case: &Case, lang: Lang, family: Op
                 references: refs(entry, &fx.refs),
                 measured: None,
                 verified: entry.fix_verified(fx),
+                verification: entry.fix_reliance(fx),
                 from_family: family.map(str::to_string),
             })
         })
@@ -476,6 +478,7 @@ fn regressions_for(f: &Finding, facts: &Facts, lang: Lang) -> Vec<FixOut> {
             measured: None,
             // Only a range checked in release notes or source counts as verified.
             verified: r.status == "verified",
+            verification: if r.status == "verified" { oomdoc_kb::Reliance::Verified } else { oomdoc_kb::Reliance::Unverified },
             from_family: None,
         });
     }

@@ -264,8 +264,12 @@ pub struct FixOut {
     pub versions: Option<String>,
     pub references: Vec<RefOut>,
     /// Whether the behaviour this fix relies on was read in the project's source (the
-    /// knowledge base's `[[behaviours]]`); `false` is shown as unverified.
+    /// knowledge base's `[[behaviours]]`); `false` is shown as unverified unless
+    /// `verification` is `general`.
     pub verified: bool,
+    /// `verified` | `general` (general advice: names no setting or API, nothing to read in
+    /// source) | `unverified`.
+    pub verification: oomdoc_kb::Reliance,
     /// How often a fix of this category fixed this entry's failure in public threads
     /// (`kb/outcomes.json`); absent when the resolution corpus has no thread for the entry.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -309,8 +313,11 @@ pub struct DeadEndOut {
     pub action: String,
     pub why: String,
     pub references: Vec<RefOut>,
-    /// Whether the reason was read in the project's source; `false` is shown as unverified.
+    /// Whether the reason was read in the project's source; `false` is shown as unverified
+    /// unless `verification` is `general`.
     pub verified: bool,
+    /// `verified` | `general` | `unverified`, as for fixes.
+    pub verification: oomdoc_kb::Reliance,
 }
 
 /// How sure the recognizer is that this is a memory failure.

@@ -40,12 +40,13 @@ fn label(kind: Kind, severity: Severity, lang: Lang) -> &'static str {
     }
 }
 
-/// Marker after a fix or dead end whose behaviour was not read in source.
-fn unverified(verified: bool, lang: Lang) -> &'static str {
-    match (verified, lang) {
-        (true, _) => "",
-        (false, Lang::En) => " (unverified)",
-        (false, Lang::Zh) => "（未核实）",
+/// Marker after a fix or dead end whose behaviour was not read in source (general advice,
+/// which names nothing to read, has none).
+fn unverified(verification: oomdoc_kb::Reliance, lang: Lang) -> &'static str {
+    match (verification, lang) {
+        (oomdoc_kb::Reliance::Verified | oomdoc_kb::Reliance::General, _) => "",
+        (oomdoc_kb::Reliance::Unverified, Lang::En) => " (unverified)",
+        (oomdoc_kb::Reliance::Unverified, Lang::Zh) => "（未核实）",
     }
 }
 
@@ -209,7 +210,7 @@ fn finding_text(out: &mut String, f: &Finding, lang: Lang, st: &Style, total_fil
         let _ = writeln!(out, "  {}{}:{}", st.green, w[2], st.reset);
         for fx in &f.fixes {
             let v = fx.versions.as_deref().map(|v| format!(" {}({v}){}", st.dim, st.reset)).unwrap_or_default();
-            let _ = writeln!(out, "    {}. {}{} {}[{}]{}{}", fx.rank, fx.title, unverified(fx.verified, lang), st.dim, fx.category, st.reset, v);
+            let _ = writeln!(out, "    {}. {}{} {}[{}]{}{}", fx.rank, fx.title, unverified(fx.verification, lang), st.dim, fx.category, st.reset, v);
             if let Some(m) = fx.measured.filter(|m| m.fixed > 0 && first_of_kind(f, fx)) {
                 let _ = writeln!(out, "       {}{}{}", st.dim, measured_words(fx.category.as_str(), m, lang), st.reset);
             }
@@ -226,7 +227,7 @@ fn finding_text(out: &mut String, f: &Finding, lang: Lang, st: &Style, total_fil
     if !f.dead_ends.is_empty() {
         let _ = writeln!(out, "  {}:", w[3]);
         for d in &f.dead_ends {
-            let _ = writeln!(out, "    - {}{} — {}", d.action, unverified(d.verified, lang), d.why);
+            let _ = writeln!(out, "    - {}{} — {}", d.action, unverified(d.verification, lang), d.why);
         }
     }
     if let Some(r) = f.references.first() {
@@ -269,7 +270,7 @@ fn markdown_unchecked(report: &Report, lang: Lang) -> String {
             let _ = writeln!(out, "\n**{}**\n", w[2]);
             for fx in &f.fixes {
                 let v = fx.versions.as_deref().map(|v| format!(" _({v})_")).unwrap_or_default();
-                let _ = writeln!(out, "{}. {}{} `[{}]`{}", fx.rank, fx.title, unverified(fx.verified, lang), fx.category, v);
+                let _ = writeln!(out, "{}. {}{} `[{}]`{}", fx.rank, fx.title, unverified(fx.verification, lang), fx.category, v);
                 if let Some(m) = fx.measured.filter(|m| m.fixed > 0 && first_of_kind(f, fx)) {
                     let _ = writeln!(out, "   _{}_", measured_words(fx.category.as_str(), m, lang));
                 }
@@ -285,7 +286,7 @@ fn markdown_unchecked(report: &Report, lang: Lang) -> String {
         if !f.dead_ends.is_empty() {
             let _ = writeln!(out, "\n**{}**\n", w[3]);
             for d in &f.dead_ends {
-                let _ = writeln!(out, "- {}{} — {}", d.action, unverified(d.verified, lang), d.why);
+                let _ = writeln!(out, "- {}{} — {}", d.action, unverified(d.verification, lang), d.why);
             }
         }
         if !f.references.is_empty() {

@@ -29,12 +29,15 @@ fn cite(refs: &[RefView], lang: Lang) -> String {
     format!(" — {}", links.join(" "))
 }
 
-/// ` _(unverified)_` after an item whose behaviour was not read in source.
+/// ` _(unverified)_` after an item whose behaviour was not read in source, ` _(general
+/// advice)_` after one that names nothing a source could confirm.
 fn unverified(item: &ItemView, lang: Lang) -> &'static str {
-    match (item.verified, lang) {
-        (true, _) => "",
-        (false, Lang::En) => " _(unverified)_",
-        (false, Lang::Zh) => " _（未核实）_",
+    match (item.reliance, lang) {
+        (crate::Reliance::Verified, _) => "",
+        (crate::Reliance::General, Lang::En) => " _(general advice)_",
+        (crate::Reliance::General, Lang::Zh) => " _（通用建议）_",
+        (crate::Reliance::Unverified, Lang::En) => " _(unverified)_",
+        (crate::Reliance::Unverified, Lang::Zh) => " _（未核实）_",
     }
 }
 

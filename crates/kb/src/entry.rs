@@ -721,8 +721,34 @@ impl Entry {
     }
 }
 
-/// Values of a fix's or dead end's `status`.
-pub const RELIANCE_STATUSES: &[&str] = &["unverified"];
+/// Values of a fix's or dead end's `status`: `unverified` (what it relies on was not read in
+/// source) or `general` (general advice: it names no setting, variable, option or API, so
+/// there is no behaviour of a release to read; checked by [`Entry::general_advice_names`]).
+pub const RELIANCE_STATUSES: &[&str] = &["unverified", "general"];
+
+/// How a fix or dead end stands with its sources (JSON `verification`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reliance {
+    /// Every behaviour it relies on was read in source at a tag or commit.
+    Verified,
+    /// General advice ("lower the batch size"): it names no setting or API, so there is
+    /// nothing a release's source could confirm or refute.
+    General,
+    /// It names something whose behaviour nobody has read in source; shown as unverified.
+    #[default]
+    Unverified,
+}
+
+impl Reliance {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reliance::Verified => "verified",
+            Reliance::General => "general",
+            Reliance::Unverified => "unverified",
+        }
+    }
+}
 /// Values of a behaviour record's `status`.
 pub const BEHAVIOUR_STATUSES: &[&str] = &["verified", "unverified"];
 
@@ -752,6 +778,66 @@ impl Entry {
 
     pub fn dead_end_verified(&self, d: &DeadEnd) -> bool {
         self.reliance_verified(&d.relies_on, d.status.as_deref())
+    }
+
+    /// Verified, general advice, or unverified (see [`Reliance`]).
+    pub fn reliance(&self, relies_on: &[String], status: Option<&str>) -> Reliance {
+        if status == Some("general") {
+            Reliance::General
+        } else if self.reliance_verified(relies_on, status) {
+            Reliance::Verified
+        } else {
+            Reliance::Unverified
+        }
+    }
+
+    pub fn fix_reliance(&self, f: &Fix) -> Reliance {
+        self.reliance(&f.relies_on, f.status.as_deref())
+    }
+
+    pub fn dead_end_reliance(&self, d: &DeadEnd) -> Reliance {
+        self.reliance(&d.relies_on, d.status.as_deref())
+    }
+
+    /// Why a fix or dead end marked `status = "general"` is not general advice: the settings,
+    /// variables, options and APIs its English text names (code spans, `--flags`, upper-case
+    /// names with an underscore, dotted module names, snake_case options, calls; rules in
+    /// [`crate::identifiers::named_in_text`]), and any `code`, `relies_on` or `requires` it
+    /// carries. Empty for a fix or dead end that is not marked general, or that is general.
+    pub fn general_advice_names(&self, kind: &str, id: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let (status, relies_on, requires, texts, code): (_, _, _, Vec<&str>, Vec<&str>) = match kind {
+            "fix" => match self.fixes.iter().find(|f| f.id == id) {
+                Some(f) => (
+                    f.status.as_deref(),
+                    &f.relies_on,
+                    &f.requires,
+                    [Some(f.title.en.as_str()), f.detail.as_ref().map(|d| d.en.as_str())].into_iter().flatten().collect(),
+                    [f.code.as_deref(), f.code_fallback.as_deref()].into_iter().flatten().collect(),
+                ),
+                None => return out,
+            },
+            _ => match self.dead_ends.iter().find(|d| d.id == id) {
+                Some(d) => (d.status.as_deref(), &d.relies_on, &d.requires, vec![d.action.en.as_str(), d.why.en.as_str()], Vec::new()),
+                None => return out,
+            },
+        };
+        if status != Some("general") {
+            return out;
+        }
+        for c in code {
+            out.push(format!("code `{c}`"));
+        }
+        for k in relies_on {
+            out.push(format!("relies_on `{k}`"));
+        }
+        for r in requires {
+            out.push(format!("requires `{r}`"));
+        }
+        for t in texts {
+            out.extend(crate::identifiers::named_in_text(t).into_iter().map(|n| format!("`{n}`")));
+        }
+        out
     }
 
     /// Behaviour records are well formed and every `relies_on` names one. (Whether every
@@ -792,6 +878,17 @@ impl Entry {
                 if !RELIANCE_STATUSES.contains(&s.as_str()) {
                     return Err(format!("{ctx}: status `{s}` is not one of {RELIANCE_STATUSES:?}"));
                 }
+            }
+        }
+        let items = self.fixes.iter().map(|f| ("fix", f.id.as_str())).chain(self.dead_ends.iter().map(|d| ("dead end", d.id.as_str())));
+        for (kind, id) in items {
+            let names = self.general_advice_names(if kind == "fix" { "fix" } else { "dead_end" }, id);
+            if !names.is_empty() {
+                return Err(format!(
+                    "{kind} `{id}`: status = \"general\" is for advice that names no setting or API, but it names {}; \
+                     read them in source (relies_on) or mark it status = \"unverified\"",
+                    names.join(", ")
+                ));
             }
         }
         Ok(())

@@ -122,6 +122,37 @@ pub fn in_prose(text: &str) -> BTreeSet<Token> {
     out
 }
 
+/// What a piece of prose names that a release's source or a tool's manual could confirm or
+/// refute: every code span (`` `...` ``), the tokens of [`in_prose`] (`--flags`, upper-case
+/// names with an underscore, dotted module names), snake_case options (`batch_size`,
+/// `max_model_len`), calls (`model.half()`, `empty_cache(`), C++ qualified names
+/// (`std::bad_alloc`), short options after a space (`-ngl`) and absolute paths
+/// (`/sys/fs/cgroup/memory.max`). A fix or dead end marked `status = "general"` must name none.
+pub fn named_in_text(text: &str) -> BTreeSet<String> {
+    let mut out: BTreeSet<String> = in_prose(text).into_iter().map(|t| t.name).collect();
+    let text = fill_dummy(text);
+    static SPAN: OnceLock<Regex> = OnceLock::new();
+    static SNAKE: OnceLock<Regex> = OnceLock::new();
+    static CALL: OnceLock<Regex> = OnceLock::new();
+    static QUALIFIED: OnceLock<Regex> = OnceLock::new();
+    static SHORT: OnceLock<Regex> = OnceLock::new();
+    static PATH: OnceLock<Regex> = OnceLock::new();
+    let rules = [
+        re(&SPAN, r"`([^`]+)`"),
+        re(&SNAKE, r"(?:^|[^A-Za-z0-9_./-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?:$|[^A-Za-z0-9_])"),
+        re(&CALL, r"([A-Za-z_][A-Za-z0-9_.]*)\("),
+        re(&QUALIFIED, r"([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)+)"),
+        re(&SHORT, r"(?:^|[\s(])(-[A-Za-z][A-Za-z0-9]*)(?:$|[\s,;).=])"),
+        re(&PATH, r"(?:^|[\s(])(/[a-z][A-Za-z0-9_.-]*/[A-Za-z0-9_./-]*[A-Za-z0-9_])"),
+    ];
+    for r in rules {
+        for c in r.captures_iter(&text) {
+            out.insert(c[1].to_string());
+        }
+    }
+    out
+}
+
 fn flags(text: &str, out: &mut BTreeSet<Token>) {
     static FLAG: OnceLock<Regex> = OnceLock::new();
     for c in re(&FLAG, r"(?:^|[^A-Za-z0-9_-])(--[A-Za-z][A-Za-z0-9_.-]*[A-Za-z0-9])").captures_iter(text) {
@@ -292,6 +323,25 @@ mod tests {
         let t = in_code("os.environ[\"PYTORCH_MPS_HIGH_WATERMARK_RATIO\"] = \"1.5\"\nprint(gc.collect())", Some("python"));
         assert_eq!(names(&t), vec!["PYTORCH_MPS_HIGH_WATERMARK_RATIO", "gc.collect"]);
     }
+    #[test]
+    fn general_advice_rules() {
+        assert!(named_in_text("Lower the batch size or the sequence length, or use a GPU with more memory").is_empty());
+        assert!(named_in_text("Hold less in RAM: smaller batch, fewer loader workers").is_empty());
+        for (text, name) in [
+            ("Set `num_workers` lower", "num_workers"),
+            ("Lower max_model_len", "max_model_len"),
+            ("Use PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"),
+            ("Pass --gpu-memory-utilization", "--gpu-memory-utilization"),
+            ("Call torch.cuda.empty_cache", "torch.cuda.empty_cache"),
+            ("Call model.half() first", "model.half"),
+            ("std::bad_alloc comes from the heap", "std::bad_alloc"),
+            ("Offload layers with -ngl 20", "-ngl"),
+            ("Read /sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.max"),
+        ] {
+            assert!(named_in_text(text).contains(name), "{text}: {:?}", named_in_text(text));
+        }
+    }
+
     #[test]
     fn prose_rules() {
         let t = in_prose("Setting PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 or torch.mps.empty_cache() (not E1001, not MiB.)");

@@ -258,6 +258,8 @@ pub struct ItemView {
     pub relies_on: Vec<BehaviourView>,
     /// Whether what it relies on was read in source (see [`Entry::reliance_verified`]).
     pub verified: bool,
+    /// Verified, general advice or unverified (see [`crate::Reliance`]).
+    pub reliance: crate::Reliance,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -379,6 +381,7 @@ pub fn view(e: &Entry, lang: Lang) -> EntryView {
                 settings: settings_named(e, &code, &[&f.title], lang),
                 relies_on: behaviour_views(e, &f.relies_on),
                 verified: e.fix_verified(f),
+                reliance: e.fix_reliance(f),
             }
         })
         .collect();
@@ -397,6 +400,7 @@ pub fn view(e: &Entry, lang: Lang) -> EntryView {
                 settings: settings_named(e, &[], &[&d.action], lang),
                 relies_on: behaviour_views(e, &d.relies_on),
                 verified: e.dead_end_verified(d),
+                reliance: e.dead_end_reliance(d),
                 ..Default::default()
             }
         })

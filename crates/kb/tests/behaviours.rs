@@ -3,7 +3,7 @@
 //! entry was checked against is one `scripts/kb_stale.py` can look up (`kb/projects.toml`).
 //! And an entry read without a log links its sources absolutely and, in Chinese, has no
 //! English prose in its version lines or phase.
-use oomdoc_kb::{KnowledgeBase, Lang};
+use oomdoc_kb::{KnowledgeBase, Lang, Reliance};
 use serde::Deserialize;
 use std::path::PathBuf;
 
@@ -45,7 +45,7 @@ fn every_fix_and_dead_end_has_a_behaviour_record_or_says_unverified() {
     let (kb, _) = KnowledgeBase::load_embedded();
     let names: Vec<String> = projects().into_iter().map(|p| p.name).collect();
     let mut bad = Vec::new();
-    let (mut verified, mut unverified, mut records, mut verified_records) = (0, 0, 0, 0);
+    let (mut verified, mut general, mut unverified, mut records, mut verified_records) = (0, 0, 0, 0, 0);
     for e in kb.entries() {
         for (p, v) in &e.checked_against {
             if !names.contains(p) {
@@ -67,20 +67,25 @@ fn every_fix_and_dead_end_has_a_behaviour_record_or_says_unverified() {
         let items = e
             .fixes
             .iter()
-            .map(|f| (format!("fix `{}`", f.id), &f.relies_on, &f.status, e.fix_verified(f)))
-            .chain(e.dead_ends.iter().map(|d| (format!("dead end `{}`", d.id), &d.relies_on, &d.status, e.dead_end_verified(d))));
-        for (ctx, relies_on, status, ok) in items {
-            if relies_on.is_empty() && status.as_deref() != Some("unverified") {
-                bad.push(format!("kb/{} ({}): {ctx} names no [[behaviours]] record (relies_on) and is not marked status = \"unverified\"", e.file, e.id));
+            .map(|f| (format!("fix `{}`", f.id), &f.relies_on, &f.status, e.fix_reliance(f)))
+            .chain(e.dead_ends.iter().map(|d| (format!("dead end `{}`", d.id), &d.relies_on, &d.status, e.dead_end_reliance(d))));
+        for (ctx, relies_on, status, reliance) in items {
+            if relies_on.is_empty() && status.is_none() {
+                bad.push(format!(
+                    "kb/{} ({}): {ctx} names no [[behaviours]] record (relies_on) and is not marked status = \"unverified\" or \"general\"",
+                    e.file, e.id
+                ));
             }
-            if ok {
-                verified += 1;
-            } else {
-                unverified += 1;
+            match reliance {
+                Reliance::Verified => verified += 1,
+                Reliance::General => general += 1,
+                Reliance::Unverified => unverified += 1,
             }
         }
     }
-    println!("fixes and dead ends: {verified} rely on verified behaviour, {unverified} unverified; behaviour records: {records} ({verified_records} verified)");
+    println!(
+        "fixes and dead ends: {verified} rely on verified behaviour, {general} general advice, {unverified} unverified; behaviour records: {records} ({verified_records} verified)"
+    );
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
@@ -174,4 +179,53 @@ fn user_text_has_no_maintainer_notes_and_no_cross_references() {
         }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// `status = "general"` is for advice that names nothing a release's source could confirm
+/// ("lower the batch size"); a fix or dead end that names a setting, variable, option or API
+/// (in its code, title, detail, action or reason) is refused, as is one that also relies on
+/// records or states version requirements.
+#[test]
+fn general_advice_names_no_setting_or_api() {
+    let file = |item: &str| {
+        format!(
+            "id = \"test.entry\"\nkind = \"oom\"\nplatform = \"cuda\"\nphase = \"runtime\"\n\
+             title = {{ en = \"t\", zh = \"t\" }}\nsummary = {{ en = \"s\", zh = \"s\" }}\n\
+             {item}refs = [\"r\"]\n\
+             [[references]]\nkey = \"r\"\ntitle = \"r\"\nurl = \"https://example.com\"\n"
+        )
+    };
+    let fix = |title: &str, extra: &str| {
+        file(&format!(
+            "[[fixes]]\nid = \"f\"\ncategory = \"smaller-working-set\"\nstatus = \"general\"\n{extra}title = {{ en = \"{title}\", zh = \"x\" }}\n"
+        ))
+    };
+    let load = |text: String| KnowledgeBase::load_from([("test/entry.toml".to_string(), text)]);
+    let (kb, errors) = load(fix("Lower the batch size or the sequence length", ""));
+    assert!(errors.is_empty(), "{errors:?}");
+    let e = &kb.entries()[0];
+    assert_eq!(e.fix_reliance(&e.fixes[0]), Reliance::General);
+    assert!(!e.fix_verified(&e.fixes[0]));
+    for (title, extra) in [
+        ("Lower max_model_len", ""),
+        ("Set PYTORCH_CUDA_ALLOC_CONF", ""),
+        ("Pass --max-num-seqs 8", ""),
+        ("Call torch.cuda.empty_cache", ""),
+        ("Lower the batch size", "code = \"batch_size = 8\"\ncode_lang = \"python\"\ncode_fragment = true\n"),
+        ("Lower the batch size", "detail = { en = \"with `bs=8`\", zh = \"x\" }\n"),
+        ("Lower the batch size", "requires = [\"torch>=2.1\"]\n"),
+    ] {
+        let (_, errors) = load(fix(title, extra));
+        assert!(errors.iter().any(|e| e.message.contains("general")), "{title} / {extra}: {errors:?}");
+    }
+    let dead = |why: &str| {
+        file(&format!(
+            "[[fixes]]\nid = \"f\"\ncategory = \"bigger-device\"\nstatus = \"general\"\ntitle = {{ en = \"A bigger device\", zh = \"x\" }}\nrefs = [\"r\"]\n\
+             [[dead_ends]]\nid = \"d\"\ncategory = \"release-other-memory\"\nstatus = \"general\"\n\
+             action = {{ en = \"Freeing memory\", zh = \"x\" }}\nwhy = {{ en = \"{why}\", zh = \"x\" }}\n"
+        ))
+    };
+    let (_, errors) = load(dead("Nothing else holds memory"));
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(!load(dead("empty_cache() returns only cached blocks")).1.is_empty());
 }

@@ -162,7 +162,7 @@ pub fn entry_page(e: &Entry, lang: Lang, outcomes: &BTreeMap<String, FixOutcomes
                         @for f in &v.fixes {
                             div.fix id={ "fix-" (encode_component(&f.id)) } data-fix=(f.id) {
                                 @for alt in &f.variants { span id={ "fix-" (encode_component(alt)) } {} }
-                                h3 { (rich(&f.text)) @if !f.verified { " " span.unverified { "(" (t(lang, "unverified")) ")" } } }
+                                h3 { (rich(&f.text)) @if f.reliance == oomdoc_kb::Reliance::Unverified { " " span.unverified { "(" (t(lang, "unverified")) ")" } } }
                                 (conditions(&f.when, lang))
                                 @if let Some(d) = &f.detail { p { (rich(d)) } }
                                 @if let Some(code) = &f.code {
