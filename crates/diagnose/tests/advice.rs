@@ -444,3 +444,12 @@ fn a_vmem_failure_without_sizes_still_offers_a_higher_limit() {
     let f = first("ValueError: Ran out of memory in memory space vmem while allocating on stack for %quantized_matmul_int8\n");
     assert!(fix_ids(&f).iter().take(3).any(|id| *id == "raise-vmem-limit-unsized"), "{} {:?}", f.id, fix_ids(&f));
 }
+
+/// A "Largest program allocations" entry pasted without its heading names no memory; its
+/// allocation type does: scoped allocations make up a VMEM requirement, so this fragment of
+/// vllm-project/tpu-inference#2803 (a VMEM OOM fixed by smaller block sizes) is VMEM, not HBM.
+#[test]
+fn a_headless_list_of_scoped_allocations_is_vmem() {
+    let f = first("(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184]      Allocation type: scoped\n(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184]      ==========================\n(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184] \n(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184]   5. Size: 4.00M\n(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184]      Operator: op_name=\"jit(step_fun)/jit(_jax_attn_func)/jit(ragged_paged_attention)/jit(run)/RPAm-p_256-bq_512_256-bkv_2048_512/pallas_call\" stack_frame_id=459\n(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184]      Shape: bf16[8,2048,128]{2,1,0:T(16,128)(2,1)}\n(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184]      Unpadded size: 4.00M");
+    assert_eq!(f.memory_space.as_deref(), Some("vmem"), "{} {:?}", f.id, f.memory_space);
+}

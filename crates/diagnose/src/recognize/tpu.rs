@@ -262,7 +262,12 @@ fn report_only(t: &str, hits: &mut Vec<Hit>) {
 fn fragment_only(t: &str, hits: &mut Vec<Hit>) {
     let (Some(at), true) = (t.find("Allocation type:"), has(t, "Shape:") || has(t, "Unpadded size:")) else { return };
     let start = alloc_entry().find(t).map_or_else(|| t[..at].rfind("Shape:").unwrap_or(at), |m| m.start());
-    let space = largest().captures(t).map_or("hbm".to_string(), |c| space_name(&c["space"]));
+    // Without its heading the list does not name its memory. The report's own vocabulary
+    // does: "scoped" allocations make up a VMEM requirement ("Program vmem requirement:
+    // scoped ..."), an HBM requirement is reserved, global, program and "HLO temp"
+    // allocations. A list whose every entry is scoped is VMEM's.
+    let scoped_only = t.match_indices("Allocation type:").all(|(i, m)| t[i + m.len()..].trim_start().starts_with("scoped"));
+    let space = largest().captures(t).map_or_else(|| if scoped_only { "vmem".to_string() } else { "hbm".to_string() }, |c| space_name(&c["space"]));
     let mut h = tpu_hit(id_for_space(&space), start, at + "Allocation type:".len(), Phase::Compile);
     h.space(&space);
     h.priority = 35;
