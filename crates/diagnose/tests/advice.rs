@@ -453,3 +453,19 @@ fn a_headless_list_of_scoped_allocations_is_vmem() {
     let f = first("(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184]      Allocation type: scoped\n(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184]      ==========================\n(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184] \n(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184]   5. Size: 4.00M\n(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184]      Operator: op_name=\"jit(step_fun)/jit(_jax_attn_func)/jit(ragged_paged_attention)/jit(run)/RPAm-p_256-bq_512_256-bkv_2048_512/pallas_call\" stack_frame_id=459\n(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184]      Shape: bf16[8,2048,128]{2,1,0:T(16,128)(2,1)}\n(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184]      Unpadded size: 4.00M");
     assert_eq!(f.memory_space.as_deref(), Some("vmem"), "{} {:?}", f.id, f.memory_space);
 }
+
+/// https://github.com/ProGamerGov/neural-dream/pull/6 — torch.load restored a checkpoint's CUDA storages onto a full GPU; map_location
+/// fixed it. The traceback runs through torch/serialization.py: loading on the CPU comes first.
+#[test]
+fn an_oom_inside_torch_load_offers_map_location_first() {
+    let f = first("Traceback (most recent call last):\n  File \"neural_dream.py\", line 793, in <module>\n    main()\n  File \"neural_dream.py\", line 121, in main\n    cnn, layerList = loadCaffemodel(params.model_file, params.pooling, params.gpu, params.disable_check, True)\n  File \"/home/xxx/neural-dream/neural_dream/CaffeLoader.py\", line 412, in loadCaffemodel\n    cnn.load_state_dict(torch.load(model_file)['state_dict'], strict=(not disable_check))\n  File \"/home/xxx/.local/lib/python3.7/site-packages/torch/serialization.py\", line 529, in load\n    return _legacy_load(opened_file, map_location, pickle_module, **pickle_load_args)\n  File \"/home/xxx/.local/lib/python3.7/site-packages/torch/serialization.py\", line 702, in _legacy_load\n    result = unpickler.load()\n  File \"/home/xxx/.local/lib/python3.7/site-packages/torch/serialization.py\", line 665, in persistent_load\n    deserialized_objects[root_key] = restore_location(obj, location)\nRuntimeError: CUDA error: out of memory");
+    assert_eq!(fix_ids(&f).first(), Some(&"load-checkpoint-on-cpu"), "{} {:?}", f.id, fix_ids(&f));
+}
+
+/// https://github.com/sgrvinod/a-PyTorch-Tutorial-to-Image-Captioning/issues/57 — validate() built autograd graphs; torch.no_grad() fixed it. The raw CUDA error
+/// (no sizes) in a validation frame gets the evaluation fix first, as the allocator's message does.
+#[test]
+fn a_raw_cuda_error_in_validation_offers_no_grad_first() {
+    let f = first("Traceback (most recent call last):\n  File \"train.py\", line 349, in <module>\n    main()\n  File \"train.py\", line 127, in main\n    criterion=criterion)\n  File \"train.py\", line 282, in validate\n    scores_copy = scores.clone()\nRuntimeError: CUDA error: out of memory");
+    assert_eq!(fix_ids(&f).first(), Some(&"no-grad-in-evaluation"), "{} {:?}", f.id, fix_ids(&f));
+}

@@ -92,3 +92,11 @@ grammar!(evaluation, r"(?i)\b(?:evaluat(?:e|ion|ing)|validat(?:e|ion|ing)|epochv
 pub fn shows_evaluation(t: &str) -> bool {
     evaluation().is_match(t)
 }
+
+// A Python traceback through torch.load's module (either path separator).
+grammar!(checkpoint_load, r"torch[/\\]serialization\.py");
+
+/// The failure happens while `torch.load` restores a checkpoint's tensors.
+pub fn shows_checkpoint_load(t: &str) -> bool {
+    checkpoint_load().is_match(t)
+}

@@ -187,6 +187,9 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str) -> Fact
     if context::shows_evaluation(block) {
         x.set("evaluation_phase");
     }
+    if context::shows_checkpoint_load(block) {
+        x.set("checkpoint_load");
+    }
     // No device or host has a pebibyte: a request that large is a wrong size (corrupt data,
     // an overflowed or uninitialised shape), not a shortage. Allocators that cannot print a
     // size that large say "more than 1EB".
