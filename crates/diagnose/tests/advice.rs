@@ -469,3 +469,14 @@ fn a_raw_cuda_error_in_validation_offers_no_grad_first() {
     let f = first("Traceback (most recent call last):\n  File \"train.py\", line 349, in <module>\n    main()\n  File \"train.py\", line 127, in main\n    criterion=criterion)\n  File \"train.py\", line 282, in validate\n    scores_copy = scores.clone()\nRuntimeError: CUDA error: out of memory");
     assert_eq!(fix_ids(&f).first(), Some(&"no-grad-in-evaluation"), "{} {:?}", f.id, fix_ids(&f));
 }
+
+/// https://github.com/simonmeister/UnFlow/issues/32 — another process held the GPU; freeing it fixed it (a smaller batch had not). The
+/// failing node is under a variable's `Initializer` scope, before any batch is on the GPU: the
+/// first fix looks for what fills the GPU, and a smaller batch is a dead end.
+#[test]
+fn a_tensorflow_oom_in_a_variable_initializer_is_not_the_batch() {
+    let f = first("ResourceExhaustedError (see above for traceback): OOM when allocating tensor of shape [1024] and type float\n         [[Node: flownet_c/conv6/biases/Adam/Initializer/zeros = Const[_class=[\"loc:@flownet_c/conv6/biases\"], dtype=DT_FLOAT, value=Tensor<type: float shape: [1024] values: 0 0 0...>, _device=\"/job:localhost/replica:0/task:0/gpu:0\"]()]]");
+    assert_eq!(fix_ids(&f).first(), Some(&"full-before-the-first-batch"), "{} {:?}", f.id, fix_ids(&f));
+    assert!(!categories(&f).contains(&"smaller-working-set"), "{:?}", fix_ids(&f));
+    assert!(f.dead_ends.iter().any(|d| d.category.as_str() == "smaller-working-set"), "{:?}", f.dead_ends);
+}

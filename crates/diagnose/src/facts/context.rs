@@ -100,3 +100,12 @@ grammar!(checkpoint_load, r"torch[/\\]serialization\.py");
 pub fn shows_checkpoint_load(t: &str) -> bool {
     checkpoint_load().is_match(t)
 }
+
+// TensorFlow builds a graph-mode variable's initial value under the name scope
+// `Initializer` (resource_variable_ops.py), so its ops are named `<variable>/Initializer/...`.
+grammar!(variable_initializer, r"\w/Initializer/\w");
+
+/// The failing node initializes a TensorFlow variable: no input batch is on the device yet.
+pub fn shows_variable_initialization(t: &str) -> bool {
+    variable_initializer().is_match(t)
+}
