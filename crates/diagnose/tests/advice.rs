@@ -480,3 +480,22 @@ fn a_tensorflow_oom_in_a_variable_initializer_is_not_the_batch() {
     assert!(!categories(&f).contains(&"smaller-working-set"), "{:?}", fix_ids(&f));
     assert!(f.dead_ends.iter().any(|d| d.category.as_str() == "smaller-working-set"), "{:?}", f.dead_ends);
 }
+
+/// https://github.com/vllm-project/tpu-inference/pull/508 — raising the ragged paged attention kernel's vmem_limit_bytes fixed the bare
+/// VMEM message (no sizes): a higher limit is offered among the first fixes, without a value.
+#[test]
+fn a_bare_vmem_program_failure_offers_a_higher_kernel_limit() {
+    let f = first("jaxlib._jax.XlaRuntimeError: RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem ");
+    assert!(fix_ids(&f).iter().take(3).any(|id| *id == "raise-kernel-vmem-limit-unsized"), "{} {:?}", f.id, fix_ids(&f));
+}
+
+/// https://github.com/pytorch/helion/pull/2321 — "Estimated X exceeds Y vmem capacity" (decimal MB: 67.11MB is a TPU7x core's
+/// 64 MiB) is read for its sizes: the need is four times the core's VMEM, so no higher limit is
+/// offered and raising it is a dead end (smaller blocks fixed it).
+#[test]
+fn an_estimate_beyond_the_vmem_capacity_is_read_and_gets_no_higher_limit() {
+    let f = first("RuntimeError: XLA:TPU compile permanent error.\nRan out of memory in memory space vmem.\nEstimated 268.96MB exceeds 67.11MB vmem capacity.");
+    assert_eq!(f.sizes.limit, Some(67_110_000), "{:?}", f.sizes);
+    assert!(!categories(&f).contains(&"raise-limit"), "{:?}", fix_ids(&f));
+    assert!(f.dead_ends.iter().any(|d| d.category.as_str() == "raise-limit"), "{:?}", f.dead_ends);
+}
