@@ -499,3 +499,13 @@ fn an_estimate_beyond_the_vmem_capacity_is_read_and_gets_no_higher_limit() {
     assert!(!categories(&f).contains(&"raise-limit"), "{:?}", fix_ids(&f));
     assert!(f.dead_ends.iter().any(|d| d.category.as_str() == "raise-limit"), "{:?}", f.dead_ends);
 }
+
+/// https://github.com/Vaibhavs10/insanely-fast-whisper/issues/162 — 4.48 GiB of the 11 GiB card free against a 60 MiB request: the device was not
+/// full when the message was written. The cause says so, hedged, instead of "the device is full".
+#[test]
+fn free_memory_above_the_request_is_not_called_a_full_device() {
+    let f = first("CUDA out of memory. Tried to allocate 60.00 MiB. GPU 0 has a total capacty of 11.00 GiB of which 4.48 GiB is free. Of the allocated memory 5.19 GiB is allocated by PyTorch, and 283.84 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF");
+    let cause = f.cause.as_deref().unwrap_or("");
+    assert!(!cause.contains("device is full") && cause.contains("was not full"), "{cause}");
+    assert_eq!(f.cause_confidence.as_deref(), Some("hedged"));
+}

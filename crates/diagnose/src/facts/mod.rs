@@ -563,6 +563,15 @@ fn pytorch_allocator(f: &Finding, x: &mut Facts) {
             x.set("request_exceeds_capacity");
         }
     }
+    // The driver's free figure (cudaMemGetInfo when the message is written, after the
+    // allocator's own free-and-retry) covers the request with room to spare (twice it, and a
+    // twentieth of the device, as for cached memory above): the device was not full then. A
+    // few MiB over a small request on a full card is still a full card.
+    if let (Some(free), Some(req), Some(total)) = (s.free, s.requested, s.total) {
+        if req > 0 && free >= req.saturating_mul(2) && free.saturating_mul(20) >= total && free <= total {
+            x.set("free_covers_request");
+        }
+    }
     // An "allowed" cap at the device's whole capacity is no cap (a fraction of 1.0).
     if s.limit.zip(s.total).is_some_and(|(l, t)| l >= t) {
         x.conditions.remove("memory_fraction_cap");
