@@ -509,3 +509,11 @@ fn free_memory_above_the_request_is_not_called_a_full_device() {
     assert!(!cause.contains("device is full") && cause.contains("was not full"), "{cause}");
     assert_eq!(f.cause_confidence.as_deref(), Some("hedged"));
 }
+
+/// https://github.com/jungomi/math-formula-recognition/issues/7 — a 1 MB host allocation failed because other processes had filled the RAM;
+/// closing them fixed it. Freeing what others hold is among the first three fixes.
+#[test]
+fn a_host_allocator_failure_offers_freeing_ram_held_elsewhere() {
+    let f = first("RuntimeError: [enforce fail at ..\\c10\\core\\CPUAllocator.cpp:72] data. DefaultCPUAllocator: not enough memory: you trie\nd to allocate 1179648 bytes. Buy new RAM!");
+    assert!(categories(&f).iter().take(3).any(|c| *c == "release-other-memory"), "{} {:?}", f.id, fix_ids(&f));
+}
