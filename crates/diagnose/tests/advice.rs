@@ -517,3 +517,21 @@ fn a_host_allocator_failure_offers_freeing_ram_held_elsewhere() {
     let f = first("RuntimeError: [enforce fail at ..\\c10\\core\\CPUAllocator.cpp:72] data. DefaultCPUAllocator: not enough memory: you trie\nd to allocate 1179648 bytes. Buy new RAM!");
     assert!(categories(&f).iter().take(3).any(|c| *c == "release-other-memory"), "{} {:?}", f.id, fix_ids(&f));
 }
+
+/// https://github.com/studioml/studio/issues/202 — the glog prefixes (`E tensorflow/stream_executor/cuda/cuda_dnn.cc:371]`) are the
+/// only sign of TensorFlow; they are stripped from the text but still name the framework, so the
+/// first fix is TensorFlow's memory growth (what fixed it), not JAX's XLA_PYTHON_CLIENT_* variables.
+#[test]
+fn a_glog_prefix_names_tensorflow_for_the_case() {
+    let f = first("2017-09-15 14:20:28.430411: E tensorflow/stream_executor/cuda/cuda_dnn.cc:371] could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR\n2017-09-15 14:20:28.430460: E tensorflow/stream_executor/cuda/cuda_dnn.cc:338] could not destroy cudnn handle: CUDNN_STATUS_BAD_PARAM\n2017-09-15 14:20:28.430468: F tensorflow/core/kernels/conv_ops.cc:672] Check failed: stream->parent()->GetConvolveAlgorithms( conv_parameters.ShouldIncludeWinogradNonfusedAlgo<T>(), &algorithms)");
+    assert!(f.case.has("tensorflow"), "{:?}", f.case);
+    assert_eq!(fix_ids(&f).first(), Some(&"tf-memory-growth"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/jax-ml/jax/issues/788 — jaxlib of 2019 logged from `external/org_tensorflow/...` (TensorFlow's code built into
+/// jaxlib as a Bazel dependency): that prefix is not a TensorFlow job.
+#[test]
+fn an_external_org_tensorflow_prefix_is_not_tensorflow() {
+    let f = first("2019-06-08 03:44:36.084180: E external/org_tensorflow/tensorflow/stream_executor/cuda/cuda_driver.cc:828] failed to allocate 3.39G (3640655872 bytes) from devic\ne: CUDA_ERROR_OUT_OF_MEMORY: out of memory\n2019-06-08 03:44:36.087182: E external/org_tensorflow/tensorflow/compiler/xla/service/gpu/cudnn_conv_algorithm_picker.cc:555] Resource exhausted: Failed to allo\ncate request for 3.39GiB (3640655872B) on device ordinal 0");
+    assert!(!f.case.has("tensorflow"), "{:?}", f.case);
+}
