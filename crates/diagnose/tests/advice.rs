@@ -535,3 +535,12 @@ fn an_external_org_tensorflow_prefix_is_not_tensorflow() {
     let f = first("2019-06-08 03:44:36.084180: E external/org_tensorflow/tensorflow/stream_executor/cuda/cuda_driver.cc:828] failed to allocate 3.39G (3640655872 bytes) from devic\ne: CUDA_ERROR_OUT_OF_MEMORY: out of memory\n2019-06-08 03:44:36.087182: E external/org_tensorflow/tensorflow/compiler/xla/service/gpu/cudnn_conv_algorithm_picker.cc:555] Resource exhausted: Failed to allo\ncate request for 3.39GiB (3640655872B) on device ordinal 0");
     assert!(!f.case.has("tensorflow"), "{:?}", f.case);
 }
+
+/// A bare cuDNN status with no framework in the log (tensorflow#39989's title: TensorFlow, fixed
+/// by memory growth): the first fix gives both frameworks' forms instead of asserting JAX.
+#[test]
+fn a_cudnn_status_without_a_framework_gets_both_frameworks_forms() {
+    let f = first("Could not create cudnn handle: CUDNN_STATUS_ALLOC_FAILED");
+    assert_eq!(fix_ids(&f).first(), Some(&"leave-room-outside-the-pool"), "{} {:?}", f.id, fix_ids(&f));
+    assert!(!f.cause.as_deref().unwrap_or("").starts_with("JAX"), "{:?}", f.cause);
+}

@@ -474,6 +474,7 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("private_pools", "memory is held in private pools (CUDA/HIP graphs)"),
     ("legacy_message", "message format of an old release (PyTorch <= 2.0, THC, TF1, XRT)"),
     ("mps_other_dominant", "MPS 'other allocations' exceed 'MPS allocated'"),
+    ("framework_unknown", "the log names no framework or engine (no traceback, import, path or logger prefix of one)"),
     ("framework_jax", "the log comes from JAX"),
     ("framework_pytorch", "the log comes from PyTorch"),
     ("framework_tensorflow", "the log comes from TensorFlow/Keras"),

@@ -241,6 +241,9 @@ fn case_conditions(case: &case::Case, x: &mut Facts) {
     for fw in &case.frameworks {
         x.set(&format!("framework_{}", fw.replace('.', "_")));
     }
+    if case.frameworks.is_empty() {
+        x.set("framework_unknown");
+    }
     match case.workload.as_deref() {
         Some("training") => x.set("training"),
         Some("serving") => {
