@@ -544,3 +544,12 @@ fn a_cudnn_status_without_a_framework_gets_both_frameworks_forms() {
     assert_eq!(fix_ids(&f).first(), Some(&"leave-room-outside-the-pool"), "{} {:?}", f.id, fix_ids(&f));
     assert!(!f.cause.as_deref().unwrap_or("").starts_with("JAX"), "{:?}", f.cause);
 }
+
+/// https://github.com/ymoslem/OpenNMT-Tutorial/issues/6 — Colab's memory cgroup killed a DataLoader worker (its pid in both lines); num_workers 0
+/// fixed it. The log names the process that died, so fewer workers comes before a higher limit.
+#[test]
+fn a_killed_dataloader_worker_gets_fewer_workers_first() {
+    let f = first("RuntimeError: DataLoader worker (pid 629) is killed by signal: Killed.\n```\n\nAs verified by running `dmesg -T` this is a RAM out of memory error.\n```\nMemory cgroup out of memory: Killed process 629 (onmt_train) total-vm:14119556kB, anon-rss:6538204kB, file-rss:80652kB, shmem-rss:16kB, UID:0 pgtables:13432kB oom_score_adj:0");
+    assert_eq!(fix_ids(&f).first(), Some(&"worker-killed-fewer-workers"), "{} {:?}", f.id, fix_ids(&f));
+    assert!(categories(&f).iter().take(3).any(|c| *c == "raise-limit"), "{:?}", fix_ids(&f));
+}

@@ -193,6 +193,9 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str) -> Fact
     if context::shows_variable_initialization(block) {
         x.set("variable_initialization");
     }
+    if context::shows_dataloader_worker_died(block) {
+        x.set("dataloader_worker_killed");
+    }
     // No device or host has a pebibyte: a request that large is a wrong size (corrupt data,
     // an overflowed or uninitialised shape), not a shortage. Allocators that cannot print a
     // size that large say "more than 1EB".
