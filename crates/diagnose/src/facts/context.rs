@@ -113,7 +113,7 @@ pub fn shows_variable_initialization(t: &str) -> bool {
 // torch.utils.data's own reports of a worker process that died: "DataLoader worker (pid 629) is
 // killed by signal: Killed.", "DataLoader worker (pid(s) 2150614) exited unexpectedly", and the
 // 0.4 wording without the pid, "DataLoader worker is killed by signal: Killed.".
-grammar!(dataloader_worker_died, r"DataLoader worker (?:\(pid(?:\(s\))?[\s\d,]*\) )?(?:is killed by signal|exited unexpectedly)");
+grammar!(dataloader_worker_died, r"DataLoader worker (?:\(pid(?:\(s\))?[^)\n]*\) )?(?:is killed by signal|exited unexpectedly)");
 
 /// The log reports a PyTorch DataLoader worker that was killed or exited unexpectedly.
 pub fn shows_dataloader_worker_died(t: &str) -> bool {
