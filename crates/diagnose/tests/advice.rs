@@ -553,3 +553,13 @@ fn a_killed_dataloader_worker_gets_fewer_workers_first() {
     assert_eq!(fix_ids(&f).first(), Some(&"worker-killed-fewer-workers"), "{} {:?}", f.id, fix_ids(&f));
     assert!(categories(&f).iter().take(3).any(|c| *c == "raise-limit"), "{:?}", fix_ids(&f));
 }
+
+/// https://github.com/cupy/cupy/issues/7678 — CuPy up to 12.1 raised at the pool limit without freeing its cached blocks
+/// (memory.pyx at v12.1.0; v12.2.0 frees and retries): on the limit path, freeing the blocks first
+/// is a fix, not the "it already freed them" dead end of the device path.
+#[test]
+fn cupy_at_its_pool_limit_gets_free_all_blocks_as_a_fix_not_a_dead_end() {
+    let f = first("cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 805,306,368 bytes (allocated so far: 536,870,912 bytes, limit set to: 1,073,741,824 bytes).");
+    assert!(fix_ids(&f).contains(&"free-blocks-before-allocating-at-limit"), "{:?}", fix_ids(&f));
+    assert!(!f.dead_ends.iter().any(|d| d.id == "free-all-blocks-on-oom"), "{:?}", f.dead_ends);
+}
