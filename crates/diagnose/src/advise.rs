@@ -219,14 +219,14 @@ fn names_a_mechanism(condition: &str) -> bool {
         || condition.ends_with("_api_ok")
         || matches!(
             condition,
-            "has_sizes" | "no_sizes" | "space_hbm" | "space_vmem" | "training" | "inference" | "serving" | "warning_only" | "fragmentation_possible" | "small_device"
+            "has_sizes" | "no_sizes" | "space_hbm" | "space_vmem" | "training" | "inference" | "serving" | "warning_only" | "fragmentation_possible" | "small_device" | "free_covers_request"
         ))
 }
 
 /// Conditions under which the numbers cannot tell the mechanisms apart: the cause names
 /// the likeliest explanations (`hedged`), and a fix they gate is a candidate, not the
 /// answer, so it takes its place by what fixed public threads.
-const HEDGES: [&str; 3] = ["fragmentation_possible", "!xla_generated_op", "held_outside_allocator"];
+const HEDGES: [&str; 4] = ["fragmentation_possible", "!xla_generated_op", "held_outside_allocator", "free_covers_request"];
 
 /// Whether the log's numbers establish the mechanism a fix with these conditions treats.
 fn singles_out(when: &[String]) -> bool {

@@ -186,6 +186,8 @@ struct Pending {
     finding: Finding,
     flags: BTreeSet<&'static str>,
     block_text: String,
+    /// The block's distinct logger prefixes (source files that logged its lines), for the case.
+    prefixes: String,
 }
 
 #[derive(Default)]
@@ -210,6 +212,15 @@ impl Collector {
             }
         }
         let flat = normalize::flatten(&lines);
+        // A path under `external/org_tensorflow/` is TensorFlow's code built into another
+        // project as a Bazel dependency (jaxlib did so until 2020): not a TensorFlow job.
+        let mut prefixes: Vec<&str> = Vec::new();
+        for l in &lines {
+            if !l.prefix.is_empty() && !l.prefix.contains("external/org_tensorflow/") && !prefixes.contains(&l.prefix.as_str()) && prefixes.len() < 64 {
+                prefixes.push(&l.prefix);
+            }
+        }
+        let prefixes = prefixes.join("\n");
         let times = multi::BlockTimes::of(&raw.lines);
         for hit in recognize::recognize_all(&flat) {
             let copies = 1 + repeated_copies(&raw.repeats, &flat, &hit);
@@ -230,7 +241,7 @@ impl Collector {
                 // Keep the text around the message for framework and training cues.
                 let lo = flat.text[..hit.start].char_indices().rev().nth(3000).map_or(0, |(i, _)| i);
                 let hi = recognize::window(&flat.text, hit.start, 6000).len() + hit.start;
-                self.pending.push(Pending { finding, flags: hit.flags.clone(), block_text: flat.text[lo..hi].to_string() });
+                self.pending.push(Pending { finding, flags: hit.flags.clone(), block_text: flat.text[lo..hi].to_string(), prefixes: prefixes.clone() });
             } else if fatal {
                 self.truncated.errors += copies;
             } else {
@@ -265,10 +276,13 @@ impl Collector {
                     snapshot::attach(f, snap);
                 }
                 // The case reads the block and the settings lines kept for the whole log.
+                // The logger prefixes stripped from the block's lines name the source files
+                // that logged them (`tensorflow/core/...`), so they count for the case too.
+                let with_prefixes = if p.prefixes.is_empty() { p.block_text.clone() } else { format!("{}\n{}", p.prefixes, p.block_text) };
                 f.case = if settings.is_empty() {
-                    facts::case::read(f, &p.block_text, head_versions)
+                    facts::case::read(f, &with_prefixes, head_versions)
                 } else {
-                    facts::case::read(f, &format!("{settings}\n{}", p.block_text), head_versions)
+                    facts::case::read(f, &format!("{settings}\n{with_prefixes}"), head_versions)
                 };
                 let mut facts: Facts = facts::compute(f, &p.flags, &p.block_text);
                 if let Some(l) = &opts.facts {

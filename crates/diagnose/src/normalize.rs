@@ -17,6 +17,9 @@ pub struct CleanLine {
     /// Length of the line before its logger prefix was removed (terminal wraps count those columns).
     pub raw_len: usize,
     pub had_prefix: bool,
+    /// The logger prefixes removed from the line (glog's `E tensorflow/core/...cc:123]`, a
+    /// timestamp): they name the source file that logged it, which the case reads.
+    pub prefix: String,
 }
 
 /// A block as one searchable text.
@@ -136,8 +139,9 @@ pub fn clean_line(line_no: u64, raw: &[u8]) -> CleanLine {
             _ => break,
         }
     }
+    let prefix = s[..s.len() - text.len()].trim().to_string();
     let text = strip_markdown_emphasis(text);
-    CleanLine { line_no, text: text.to_string(), raw_len, had_prefix }
+    CleanLine { line_no, text: text.to_string(), raw_len, had_prefix, prefix }
 }
 
 /// Markdown around a pasted message: `**Killed**`, `` `zsh: killed  python3 x.py` ``, a bold

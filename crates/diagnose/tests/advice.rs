@@ -444,3 +444,122 @@ fn a_vmem_failure_without_sizes_still_offers_a_higher_limit() {
     let f = first("ValueError: Ran out of memory in memory space vmem while allocating on stack for %quantized_matmul_int8\n");
     assert!(fix_ids(&f).iter().take(3).any(|id| *id == "raise-vmem-limit-unsized"), "{} {:?}", f.id, fix_ids(&f));
 }
+
+/// A "Largest program allocations" entry pasted without its heading names no memory; its
+/// allocation type does: scoped allocations make up a VMEM requirement, so this fragment of
+/// vllm-project/tpu-inference#2803 (a VMEM OOM fixed by smaller block sizes) is VMEM, not HBM.
+#[test]
+fn a_headless_list_of_scoped_allocations_is_vmem() {
+    let f = first("(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184]      Allocation type: scoped\n(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184]      ==========================\n(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184] \n(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184]   5. Size: 4.00M\n(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184]      Operator: op_name=\"jit(step_fun)/jit(_jax_attn_func)/jit(ragged_paged_attention)/jit(run)/RPAm-p_256-bq_512_256-bkv_2048_512/pallas_call\" stack_frame_id=459\n(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184]      Shape: bf16[8,2048,128]{2,1,0:T(16,128)(2,1)}\n(EngineCore pid=106339) ERROR 06-03 07:41:11 [core.py:1184]      Unpadded size: 4.00M");
+    assert_eq!(f.memory_space.as_deref(), Some("vmem"), "{} {:?}", f.id, f.memory_space);
+}
+
+/// https://github.com/ProGamerGov/neural-dream/pull/6 — torch.load restored a checkpoint's CUDA storages onto a full GPU; map_location
+/// fixed it. The traceback runs through torch/serialization.py: loading on the CPU comes first.
+#[test]
+fn an_oom_inside_torch_load_offers_map_location_first() {
+    let f = first("Traceback (most recent call last):\n  File \"neural_dream.py\", line 793, in <module>\n    main()\n  File \"neural_dream.py\", line 121, in main\n    cnn, layerList = loadCaffemodel(params.model_file, params.pooling, params.gpu, params.disable_check, True)\n  File \"/home/xxx/neural-dream/neural_dream/CaffeLoader.py\", line 412, in loadCaffemodel\n    cnn.load_state_dict(torch.load(model_file)['state_dict'], strict=(not disable_check))\n  File \"/home/xxx/.local/lib/python3.7/site-packages/torch/serialization.py\", line 529, in load\n    return _legacy_load(opened_file, map_location, pickle_module, **pickle_load_args)\n  File \"/home/xxx/.local/lib/python3.7/site-packages/torch/serialization.py\", line 702, in _legacy_load\n    result = unpickler.load()\n  File \"/home/xxx/.local/lib/python3.7/site-packages/torch/serialization.py\", line 665, in persistent_load\n    deserialized_objects[root_key] = restore_location(obj, location)\nRuntimeError: CUDA error: out of memory");
+    assert_eq!(fix_ids(&f).first(), Some(&"load-checkpoint-on-cpu"), "{} {:?}", f.id, fix_ids(&f));
+}
+
+/// https://github.com/sgrvinod/a-PyTorch-Tutorial-to-Image-Captioning/issues/57 — validate() built autograd graphs; torch.no_grad() fixed it. The raw CUDA error
+/// (no sizes) in a validation frame gets the evaluation fix first, as the allocator's message does.
+#[test]
+fn a_raw_cuda_error_in_validation_offers_no_grad_first() {
+    let f = first("Traceback (most recent call last):\n  File \"train.py\", line 349, in <module>\n    main()\n  File \"train.py\", line 127, in main\n    criterion=criterion)\n  File \"train.py\", line 282, in validate\n    scores_copy = scores.clone()\nRuntimeError: CUDA error: out of memory");
+    assert_eq!(fix_ids(&f).first(), Some(&"no-grad-in-evaluation"), "{} {:?}", f.id, fix_ids(&f));
+}
+
+/// https://github.com/simonmeister/UnFlow/issues/32 — another process held the GPU; freeing it fixed it (a smaller batch had not). The
+/// failing node is under a variable's `Initializer` scope, before any batch is on the GPU: the
+/// first fix looks for what fills the GPU, and a smaller batch is a dead end.
+#[test]
+fn a_tensorflow_oom_in_a_variable_initializer_is_not_the_batch() {
+    let f = first("ResourceExhaustedError (see above for traceback): OOM when allocating tensor of shape [1024] and type float\n         [[Node: flownet_c/conv6/biases/Adam/Initializer/zeros = Const[_class=[\"loc:@flownet_c/conv6/biases\"], dtype=DT_FLOAT, value=Tensor<type: float shape: [1024] values: 0 0 0...>, _device=\"/job:localhost/replica:0/task:0/gpu:0\"]()]]");
+    assert_eq!(fix_ids(&f).first(), Some(&"full-before-the-first-batch"), "{} {:?}", f.id, fix_ids(&f));
+    assert!(!categories(&f).contains(&"smaller-working-set"), "{:?}", fix_ids(&f));
+    assert!(f.dead_ends.iter().any(|d| d.category.as_str() == "smaller-working-set"), "{:?}", f.dead_ends);
+}
+
+/// https://github.com/vllm-project/tpu-inference/pull/508 — raising the ragged paged attention kernel's vmem_limit_bytes fixed the bare
+/// VMEM message (no sizes): a higher limit is offered among the first fixes, without a value.
+#[test]
+fn a_bare_vmem_program_failure_offers_a_higher_kernel_limit() {
+    let f = first("jaxlib._jax.XlaRuntimeError: RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem ");
+    assert!(fix_ids(&f).iter().take(3).any(|id| *id == "raise-kernel-vmem-limit-unsized"), "{} {:?}", f.id, fix_ids(&f));
+}
+
+/// https://github.com/pytorch/helion/pull/2321 — "Estimated X exceeds Y vmem capacity" (decimal MB: 67.11MB is a TPU7x core's
+/// 64 MiB) is read for its sizes: the need is four times the core's VMEM, so no higher limit is
+/// offered and raising it is a dead end (smaller blocks fixed it).
+#[test]
+fn an_estimate_beyond_the_vmem_capacity_is_read_and_gets_no_higher_limit() {
+    let f = first("RuntimeError: XLA:TPU compile permanent error.\nRan out of memory in memory space vmem.\nEstimated 268.96MB exceeds 67.11MB vmem capacity.");
+    assert_eq!(f.sizes.limit, Some(67_110_000), "{:?}", f.sizes);
+    assert!(!categories(&f).contains(&"raise-limit"), "{:?}", fix_ids(&f));
+    assert!(f.dead_ends.iter().any(|d| d.category.as_str() == "raise-limit"), "{:?}", f.dead_ends);
+}
+
+/// https://github.com/Vaibhavs10/insanely-fast-whisper/issues/162 — 4.48 GiB of the 11 GiB card free against a 60 MiB request: the device was not
+/// full when the message was written. The cause says so, hedged, instead of "the device is full".
+#[test]
+fn free_memory_above_the_request_is_not_called_a_full_device() {
+    let f = first("CUDA out of memory. Tried to allocate 60.00 MiB. GPU 0 has a total capacty of 11.00 GiB of which 4.48 GiB is free. Of the allocated memory 5.19 GiB is allocated by PyTorch, and 283.84 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF");
+    let cause = f.cause.as_deref().unwrap_or("");
+    assert!(!cause.contains("device is full") && cause.contains("was not full"), "{cause}");
+    assert_eq!(f.cause_confidence.as_deref(), Some("hedged"));
+}
+
+/// https://github.com/jungomi/math-formula-recognition/issues/7 — a 1 MB host allocation failed because other processes had filled the RAM;
+/// closing them fixed it. Freeing what others hold is among the first three fixes.
+#[test]
+fn a_host_allocator_failure_offers_freeing_ram_held_elsewhere() {
+    let f = first("RuntimeError: [enforce fail at ..\\c10\\core\\CPUAllocator.cpp:72] data. DefaultCPUAllocator: not enough memory: you trie\nd to allocate 1179648 bytes. Buy new RAM!");
+    assert!(categories(&f).iter().take(3).any(|c| *c == "release-other-memory"), "{} {:?}", f.id, fix_ids(&f));
+}
+
+/// https://github.com/studioml/studio/issues/202 — the glog prefixes (`E tensorflow/stream_executor/cuda/cuda_dnn.cc:371]`) are the
+/// only sign of TensorFlow; they are stripped from the text but still name the framework, so the
+/// first fix is TensorFlow's memory growth (what fixed it), not JAX's XLA_PYTHON_CLIENT_* variables.
+#[test]
+fn a_glog_prefix_names_tensorflow_for_the_case() {
+    let f = first("2017-09-15 14:20:28.430411: E tensorflow/stream_executor/cuda/cuda_dnn.cc:371] could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR\n2017-09-15 14:20:28.430460: E tensorflow/stream_executor/cuda/cuda_dnn.cc:338] could not destroy cudnn handle: CUDNN_STATUS_BAD_PARAM\n2017-09-15 14:20:28.430468: F tensorflow/core/kernels/conv_ops.cc:672] Check failed: stream->parent()->GetConvolveAlgorithms( conv_parameters.ShouldIncludeWinogradNonfusedAlgo<T>(), &algorithms)");
+    assert!(f.case.has("tensorflow"), "{:?}", f.case);
+    assert_eq!(fix_ids(&f).first(), Some(&"tf-memory-growth"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/jax-ml/jax/issues/788 — jaxlib of 2019 logged from `external/org_tensorflow/...` (TensorFlow's code built into
+/// jaxlib as a Bazel dependency): that prefix is not a TensorFlow job.
+#[test]
+fn an_external_org_tensorflow_prefix_is_not_tensorflow() {
+    let f = first("2019-06-08 03:44:36.084180: E external/org_tensorflow/tensorflow/stream_executor/cuda/cuda_driver.cc:828] failed to allocate 3.39G (3640655872 bytes) from devic\ne: CUDA_ERROR_OUT_OF_MEMORY: out of memory\n2019-06-08 03:44:36.087182: E external/org_tensorflow/tensorflow/compiler/xla/service/gpu/cudnn_conv_algorithm_picker.cc:555] Resource exhausted: Failed to allo\ncate request for 3.39GiB (3640655872B) on device ordinal 0");
+    assert!(!f.case.has("tensorflow"), "{:?}", f.case);
+}
+
+/// A bare cuDNN status with no framework in the log (tensorflow#39989's title: TensorFlow, fixed
+/// by memory growth): the first fix gives both frameworks' forms instead of asserting JAX.
+#[test]
+fn a_cudnn_status_without_a_framework_gets_both_frameworks_forms() {
+    let f = first("Could not create cudnn handle: CUDNN_STATUS_ALLOC_FAILED");
+    assert_eq!(fix_ids(&f).first(), Some(&"leave-room-outside-the-pool"), "{} {:?}", f.id, fix_ids(&f));
+    assert!(!f.cause.as_deref().unwrap_or("").starts_with("JAX"), "{:?}", f.cause);
+}
+
+/// https://github.com/ymoslem/OpenNMT-Tutorial/issues/6 — Colab's memory cgroup killed a DataLoader worker (its pid in both lines); num_workers 0
+/// fixed it. The log names the process that died, so fewer workers comes before a higher limit.
+#[test]
+fn a_killed_dataloader_worker_gets_fewer_workers_first() {
+    let f = first("RuntimeError: DataLoader worker (pid 629) is killed by signal: Killed.\n```\n\nAs verified by running `dmesg -T` this is a RAM out of memory error.\n```\nMemory cgroup out of memory: Killed process 629 (onmt_train) total-vm:14119556kB, anon-rss:6538204kB, file-rss:80652kB, shmem-rss:16kB, UID:0 pgtables:13432kB oom_score_adj:0");
+    assert_eq!(fix_ids(&f).first(), Some(&"worker-killed-fewer-workers"), "{} {:?}", f.id, fix_ids(&f));
+    assert!(categories(&f).iter().take(3).any(|c| *c == "raise-limit"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/cupy/cupy/issues/7678 — CuPy up to 12.1 raised at the pool limit without freeing its cached blocks
+/// (memory.pyx at v12.1.0; v12.2.0 frees and retries): on the limit path, freeing the blocks first
+/// is a fix, not the "it already freed them" dead end of the device path.
+#[test]
+fn cupy_at_its_pool_limit_gets_free_all_blocks_as_a_fix_not_a_dead_end() {
+    let f = first("cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 805,306,368 bytes (allocated so far: 536,870,912 bytes, limit set to: 1,073,741,824 bytes).");
+    assert!(fix_ids(&f).contains(&"free-blocks-before-allocating-at-limit"), "{:?}", fix_ids(&f));
+    assert!(!f.dead_ends.iter().any(|d| d.id == "free-all-blocks-on-oom"), "{:?}", f.dead_ends);
+}

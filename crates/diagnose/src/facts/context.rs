@@ -92,3 +92,30 @@ grammar!(evaluation, r"(?i)\b(?:evaluat(?:e|ion|ing)|validat(?:e|ion|ing)|epochv
 pub fn shows_evaluation(t: &str) -> bool {
     evaluation().is_match(t)
 }
+
+// A Python traceback through torch.load's module (either path separator).
+grammar!(checkpoint_load, r"torch[/\\]serialization\.py");
+
+/// The failure happens while `torch.load` restores a checkpoint's tensors.
+pub fn shows_checkpoint_load(t: &str) -> bool {
+    checkpoint_load().is_match(t)
+}
+
+// TensorFlow builds a graph-mode variable's initial value under the name scope
+// `Initializer` (resource_variable_ops.py), so its ops are named `<variable>/Initializer/...`.
+grammar!(variable_initializer, r"\w/Initializer/\w");
+
+/// The failing node initializes a TensorFlow variable: no input batch is on the device yet.
+pub fn shows_variable_initialization(t: &str) -> bool {
+    variable_initializer().is_match(t)
+}
+
+// torch.utils.data's own reports of a worker process that died: "DataLoader worker (pid 629) is
+// killed by signal: Killed.", "DataLoader worker (pid(s) 2150614) exited unexpectedly", and the
+// 0.4 wording without the pid, "DataLoader worker is killed by signal: Killed.".
+grammar!(dataloader_worker_died, r"DataLoader worker (?:\(pid(?:\(s\))?[^)\n]*\) )?(?:is killed by signal|exited unexpectedly)");
+
+/// The log reports a PyTorch DataLoader worker that was killed or exited unexpectedly.
+pub fn shows_dataloader_worker_died(t: &str) -> bool {
+    dataloader_worker_died().is_match(t)
+}

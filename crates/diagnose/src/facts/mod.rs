@@ -187,6 +187,15 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str) -> Fact
     if context::shows_evaluation(block) {
         x.set("evaluation_phase");
     }
+    if context::shows_checkpoint_load(block) {
+        x.set("checkpoint_load");
+    }
+    if context::shows_variable_initialization(block) {
+        x.set("variable_initialization");
+    }
+    if context::shows_dataloader_worker_died(block) {
+        x.set("dataloader_worker_killed");
+    }
     // No device or host has a pebibyte: a request that large is a wrong size (corrupt data,
     // an overflowed or uninitialised shape), not a shortage. Allocators that cannot print a
     // size that large say "more than 1EB".
@@ -234,6 +243,9 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str) -> Fact
 fn case_conditions(case: &case::Case, x: &mut Facts) {
     for fw in &case.frameworks {
         x.set(&format!("framework_{}", fw.replace('.', "_")));
+    }
+    if case.frameworks.is_empty() {
+        x.set("framework_unknown");
     }
     match case.workload.as_deref() {
         Some("training") => x.set("training"),
@@ -555,6 +567,15 @@ fn pytorch_allocator(f: &Finding, x: &mut Facts) {
     if let (Some(req), Some(total)) = (s.requested, s.total) {
         if req > total {
             x.set("request_exceeds_capacity");
+        }
+    }
+    // The driver's free figure (cudaMemGetInfo when the message is written, after the
+    // allocator's own free-and-retry) covers the request with room to spare (twice it, and a
+    // twentieth of the device, as for cached memory above): the device was not full then. A
+    // few MiB over a small request on a full card is still a full card.
+    if let (Some(free), Some(req), Some(total)) = (s.free, s.requested, s.total) {
+        if req > 0 && free >= req.saturating_mul(2) && free.saturating_mul(20) >= total && free <= total {
+            x.set("free_covers_request");
         }
     }
     // An "allowed" cap at the device's whole capacity is no cap (a fraction of 1.0).

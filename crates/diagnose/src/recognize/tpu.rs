@@ -9,6 +9,9 @@ use oomdoc_kb::{Phase, Platform};
 
 grammar!(ran_out, r"Ran out of memory in memory space (?P<space>[A-Za-z_]+)");
 grammar!(used_of, r"\A[.\s]*Used\s+(?P<used>{SZ})\s+of\s+(?P<limit>{SZ})\s+\w+\.?(?:\s+Exceeded\s+\w+\s+capacity\s+by\s+(?P<excess>{SZ}))?");
+// The same report worded as an estimate against the capacity (the Pallas/Mosaic path):
+// "Estimated 268.96MB exceeds 67.11MB vmem capacity."
+grammar!(estimated_of, r"\A[.\s]*Estimated\s+(?P<used>{SZ})\s+exceeds\s+(?P<limit>{SZ})\s+\w+\s+capacity");
 grammar!(on_stack, r"\A\s*while allocating on stack for\s+%?(?P<op>[^\s=]+)(?:\s*=\s*(?P<shape>\(?[a-z0-9]+\[[^\]]*\](?:\{[^}\s]*\})?)?)?");
 grammar!(scoped_alloc, r"Scoped allocation with size\s+(?P<used>{SZ})\s+and\s+limit\s+(?P<limit>{SZ})\s+exceeded scoped vmem limit by\s+(?P<excess>{SZ})");
 grammar!(scoped_alloc_partial, r"Scoped allocation with size\s+(?P<used>{SZ})(?:\s+and\s+limit\s+(?P<limit>{SZ}))?");
@@ -165,6 +168,10 @@ fn compile_time(t: &str, hits: &mut Vec<Hit>) {
         if let Some(c) = used_of().captures(seg) {
             h.cap_size(SizeKey::Used, &c, "used").cap_size(SizeKey::Limit, &c, "limit").cap_size(SizeKey::Excess, &c, "excess");
             end = head_end + c.get(0).unwrap().end();
+        } else if let Some(c) = estimated_of().captures(seg) {
+            // Decimal units here: the 64 MiB of a TPU7x core prints as "67.11MB".
+            h.size_in(SizeKey::Used, &c["used"], oomdoc_units::UnitStyle::Decimal).size_in(SizeKey::Limit, &c["limit"], oomdoc_units::UnitStyle::Decimal);
+            end = head_end + c.get(0).unwrap().end();
         } else if let Some(c) = on_stack().captures(seg) {
             // Instruction-scoped (E1001): the op and its output shape, then the scoped sizes.
             h.id = "tpu.scoped-vmem";
@@ -262,7 +269,12 @@ fn report_only(t: &str, hits: &mut Vec<Hit>) {
 fn fragment_only(t: &str, hits: &mut Vec<Hit>) {
     let (Some(at), true) = (t.find("Allocation type:"), has(t, "Shape:") || has(t, "Unpadded size:")) else { return };
     let start = alloc_entry().find(t).map_or_else(|| t[..at].rfind("Shape:").unwrap_or(at), |m| m.start());
-    let space = largest().captures(t).map_or("hbm".to_string(), |c| space_name(&c["space"]));
+    // Without its heading the list does not name its memory. The report's own vocabulary
+    // does: "scoped" allocations make up a VMEM requirement ("Program vmem requirement:
+    // scoped ..."), an HBM requirement is reserved, global, program and "HLO temp"
+    // allocations. A list whose every entry is scoped is VMEM's.
+    let scoped_only = t.match_indices("Allocation type:").all(|(i, m)| t[i + m.len()..].trim_start().starts_with("scoped"));
+    let space = largest().captures(t).map_or_else(|| if scoped_only { "vmem".to_string() } else { "hbm".to_string() }, |c| space_name(&c["space"]));
     let mut h = tpu_hit(id_for_space(&space), start, at + "Allocation type:".len(), Phase::Compile);
     h.space(&space);
     h.priority = 35;
