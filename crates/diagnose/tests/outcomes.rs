@@ -16,6 +16,8 @@
 //! is dropped too.
 
 use oomdoc_diagnose::advise::{rank, Evidence, Ranking, REGRESSION_FIX};
+use oomdoc_diagnose::facts::version::{canonical_package, rules_out, VersionFact};
+use oomdoc_kb::version::Requirement;
 use oomdoc_diagnose::{diagnose_text, Finding, FixOut, Options};
 use oomdoc_kb::outcomes::{CategoryOutcome, EntryOutcomes, Outcomes};
 use oomdoc_kb::KnowledgeBase;
@@ -34,6 +36,12 @@ struct Record {
     also_ok: Vec<String>,
     #[serde(default)]
     misleading: Vec<String>,
+    /// The framework the thread states (free text: `pytorch (mmdetection)`, `jax (AlphaFold)`).
+    #[serde(default)]
+    framework: Option<String>,
+    /// Versions the thread states, by package.
+    #[serde(default)]
+    versions: BTreeMap<String, serde_json::Value>,
     /// A held-out record (a file whose name contains `heldout`, or `"held_out": true`): measured on its own, never counted in
     /// `kb/outcomes.json`, so the ranking it is judged by was never fitted to it.
     #[serde(default)]
@@ -228,6 +236,135 @@ fn harmful_lines(records: &[Record], diagnosed: &[Option<Finding>], table: &Outc
         .collect()
 }
 
+/// The frameworks a project or repository belongs to, for the framework check: a fix that
+/// rests on PyTorch's allocator is PyTorch advice, whatever its category.
+fn framework_of(project: &str) -> Option<&'static str> {
+    let p = project.to_ascii_lowercase();
+    // `owner/repo:path@tag`, a project id, or a documentation URL.
+    let p = match p.split_once("://") {
+        Some((_, rest)) => rest.split('/').next().unwrap_or("").to_string(),
+        None => p.split(':').next().unwrap_or("").to_string(),
+    };
+    match p.as_str() {
+        "pytorch" | "pytorch/pytorch" | "torch_npu" | "ascend/pytorch" | "pytorch.org"
+        | "docs.pytorch.org" => Some("pytorch"),
+        "jax" | "jaxlib" | "jax-ml/jax" | "google/jax" | "jax.readthedocs.io" | "docs.jax.dev" => {
+            Some("jax")
+        }
+        "tensorflow"
+        | "keras"
+        | "tensorflow/tensorflow"
+        | "keras-team/keras"
+        | "www.tensorflow.org"
+        | "tensorflow.org"
+        | "keras.io" => Some("tensorflow"),
+        _ => None,
+    }
+}
+
+/// The frameworks the thread's own `framework` text names.
+fn record_frameworks(r: &Record) -> BTreeSet<&'static str> {
+    let t = r.framework.as_deref().unwrap_or("").to_ascii_lowercase();
+    let mut out = BTreeSet::new();
+    if t.contains("torch") {
+        out.insert("pytorch");
+    }
+    if [
+        "jax",
+        "flax",
+        "alphafold",
+        "colabfold",
+        "trax",
+        "pallas",
+        "exla",
+    ]
+    .iter()
+    .any(|w| t.contains(w))
+    {
+        out.insert("jax");
+    }
+    if ["tensorflow", "keras", "tf "].iter().any(|w| t.contains(w)) {
+        out.insert("tensorflow");
+    }
+    out
+}
+
+/// How the first fix contradicts what the thread states of the case, in the terms: it
+/// needs a release the stated version rules out, or it is another framework's API. (The third
+/// and fourth kinds, a value below the current setting and a dead end that is the resolution,
+/// are checked by the engine's own gates and the dead-end column.) Regression fixes are matched
+/// on versions already and are not checked again.
+fn contradiction(r: &Record, f: &Finding, fix: &FixOut) -> Option<String> {
+    if fix.id.starts_with(REGRESSION_FIX) {
+        return None;
+    }
+    let kb = KnowledgeBase::get();
+    let entry = kb.by_id(fix.from_family.as_deref().unwrap_or(&f.id))?;
+    let item = entry.fixes.iter().find(|x| x.id == fix.id)?;
+    for req in item.requires.iter().filter_map(|q| Requirement::parse(q)) {
+        let lib = canonical_package(&req.library);
+        for (k, v) in &r.versions {
+            let Some(v) = v.as_str() else { continue };
+            if canonical_package(k) == lib
+                && rules_out(&VersionFact::printed(v.trim_start_matches('v')), &req)
+            {
+                return Some(format!(
+                    "`{}` needs {}, the thread states {k} {v}",
+                    fix.id,
+                    item.requires.join(", ")
+                ));
+            }
+        }
+    }
+    // The APIs the fix asks the user to call (its identifiers, each with where it is defined),
+    // not the behaviours it rests on: the BFC allocator's dump is read in TensorFlow's source
+    // and holds for JAX too. A fix written for an unknown framework must give the job's form.
+    let text = format!(
+        "{} {} {}",
+        fix.title,
+        fix.detail.as_deref().unwrap_or(""),
+        fix.code.as_deref().unwrap_or("")
+    );
+    let fix_fw: BTreeSet<&str> = entry
+        .identifiers
+        .iter()
+        .filter(|i| text.contains(&i.name))
+        .filter_map(|i| framework_of(&i.defined_in))
+        .collect();
+    let case_fw = record_frameworks(r);
+    (!fix_fw.is_empty() && !case_fw.is_empty() && fix_fw.is_disjoint(&case_fw)).then(|| {
+        format!(
+            "`{}` is {} advice, the thread's job is {}",
+            fix.id,
+            fix_fw.into_iter().collect::<Vec<_>>().join("/"),
+            r.framework.as_deref().unwrap_or("")
+        )
+    })
+}
+
+/// Records whose first fix (measured ranking, own thread held out) contradicts the case.
+fn contradiction_lines(
+    records: &[Record],
+    diagnosed: &[Option<Finding>],
+    table: &Outcomes,
+) -> Vec<(bool, String)> {
+    records
+        .iter()
+        .zip(diagnosed)
+        .filter_map(|(r, f)| {
+            let f = f.as_ref()?;
+            let fixes = ranked(r, f, Ranking::Measured, table, !r.held_out);
+            let why = contradiction(r, f, fixes.first()?)?;
+            let set = if r.held_out {
+                format!(" [held-out set {}]", r.file)
+            } else {
+                String::new()
+            };
+            Some((r.held_out, format!("{}{set} ({}): {why}", r.id, f.id)))
+        })
+        .collect()
+}
+
 #[test]
 fn outcomes() {
     let records = corpus();
@@ -305,6 +442,13 @@ fn outcomes() {
         h.harmful
     );
     report += &format!("\nharmful first fixes (held out of the counts):\n{}\n", harmful_lines(&records, &diagnosed, &fresh).join("\n"));
+    let contradictions = contradiction_lines(&records, &diagnosed, &fresh);
+    report += &format!(
+        "\nfirst fixes that contradict what the thread states (a version it rules out, another framework's API): {} in the corpus, {} held out\n{}\n",
+        contradictions.iter().filter(|(h, _)| !h).count(),
+        contradictions.iter().filter(|(h, _)| *h).count(),
+        contradictions.iter().map(|(_, l)| l.as_str()).collect::<Vec<_>>().join("\n")
+    );
     if std::env::var_os("OOMDOC_OUTCOMES_DETAIL").is_some() {
         for (r, f) in records.iter().zip(&diagnosed) {
             let Some(f) = f else {
