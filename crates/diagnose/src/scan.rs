@@ -145,6 +145,8 @@ pub const START_TRIGGERS: &[&str] = &[
     "error 2 out of memory",
     "would exceed allowed memory",
     "Invalid buffer size",
+    "total bytes of NDArray",
+    "clash with L1 buffers",
     "No executable batch size",
     "in AlignedAlloc",
     "of workspace memory",

@@ -8,7 +8,13 @@ use crate::finding::SizeKey;
 use crate::grammar;
 use oomdoc_kb::{Phase, Platform};
 
-grammar!(tt_l1, r"Not enough space to allocate (?P<req>\d+) B (?P<kind>\w+) buffer across (?P<banks>\d+) banks?, where each bank needs to store (?P<per>\d+) B(?:, but bank size is (?P<size>\d+) B \(allocated: (?P<alloc>\d+) B, free: (?P<free>\d+) B, largest free block: (?P<lfb>\d+) B\))?");
+// tt-metal `BankManager::allocate_buffer`: "Out of Memory: Not enough space to allocate {} B {} buffer across {} banks, ..."
+// with the buffer type of `BufferType` (`DRAM`, `L1`, `L1_SMALL`, `TRACE`); a title may drop the size and the banks.
+grammar!(tt_l1, r"Not enough space to allocate (?:(?P<req>\d+) B )?(?P<kind>DRAM|L1(?:_SMALL)?|TRACE|SYSTEM_MEMORY|\w+) buffer(?: across (?P<banks>\d+) banks?, where each bank needs to store (?P<per>\d+) B(?:, but bank size is (?:only )?(?P<size>\d+) B(?: \(allocated: (?P<alloc>\d+) B, free: (?P<free>\d+) B, largest free block: (?P<lfb>\d+) B\))?)?)?");
+// tt-metal `Program::validate_circular_buffer_region`: the program's statically allocated circular buffers
+// (growing down from the top of L1) reach the L1 buffers (growing up). Wording as the maintainers quote it
+// in tenstorrent/tt-metal#28835; not re-read at a tag (the repository is too large to fetch here).
+grammar!(tt_cb_clash, r"Statically allocated circular buffers (?:in program \d+ )?clash with L1 buffers on core range [^\n.]*\.(?: L1 buffer allocated at (?P<l1>\d+) and static circular buffer region ends at (?P<cb>\d+))?");
 
 // accelerate `utils/memory.py` find_executable_batch_size: lowers the batch size (x 0.9 from 1.9.0,
 // halved before) after every exception its should_reduce_batch_size takes for an OOM, and raises
@@ -23,7 +29,7 @@ grammar!(no_batch_size, r"No executable batch size found, reached zero\.?");
 // memory in AlignedAlloactor" (sic). The lines may be wrapped.
 grammar!(
     flashinfer_ws,
-    r"(?:Buffer overflow when allocating|Failed to allocate) memory for (?P<name>\w+)\s+with size (?P<req>\d+) and alignment \d+(?:,\s+but only (?P<free>\d+) bytes available)?\s+in AlignedAllocator\.?(?:\s+(?:Please i|I)ncrease the workspace buffer size\.)?|Out of workspace memory in AlignedAllo(?:ca|ac)tor"
+    r"(?:Buffer overflow when allocating|Failed to allocate) memory for (?P<name>\w+)\s+with size (?P<req>\d+) and alignment \d+(?:,\s+but only (?P<free>\d+) bytes available)?\s+in AlignedAllocator\.?(?:\s+(?:Please i|I)ncrease the workspace buffer size\.)?|Out of workspace memory in AlignedAllo(?:ca|ac)tor|\bonly (?P<free2>\d+) bytes available in AlignedAllocator\.?(?:\s+Increase the workspace\s+buffer size\.)?"
 );
 
 // DeepSpeed `csrc/transformer/inference/includes/inference_context.h` GenWorkSpace: with less free
@@ -32,7 +38,9 @@ grammar!(
 // memory."; when the room left holds fewer tokens than `min_out_tokens` it prints "Allocatable workspace
 // available (%ld tokens) is less than minimum requested workspace (%d tokens)" and throws "..., not
 // enough memory".
-grammar!(ds_workspace, r"Workspace can't be allocated, no(?:t)? enough memory\.?");
+// When the free memory passed those checks but `cudaMalloc` of the workspace still failed, it prints the same
+// table and throws "Workspace is null." (`inference_context.h` GenWorkSpace, v0.19.5).
+grammar!(ds_workspace, r"Workspace can't be allocated, no(?:t)? enough memory\.?|Workspace is null\.?");
 grammar!(ds_table, r"Requested:\s*(?P<req>\d+)\s+Free:\s*(?P<free>\d+)\s+Total:\s*(?P<total>\d+)");
 grammar!(ds_tokens, r"Allocatable workspace available \((?P<avail>-?\d+) tokens\) is less than minimum requested workspace \((?P<min>\d+) tokens\)");
 
@@ -88,7 +96,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
-    if has(t, "Workspace can't be allocated") {
+    if has(t, "Workspace can't be allocated") || has(t, "Workspace is null") {
         for m in ds_workspace().find_iter(t) {
             let mut h = Hit::new("deepspeed.inference-workspace", m.start(), m.end());
             // The table DeepSpeed printed just before raising (a traceback may stand between).
@@ -120,7 +128,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             if let Some(v) = num("req") {
                 h.bytes(SizeKey::Requested, v, format!("{v} bytes"));
             }
-            if let Some(v) = num("free") {
+            if let Some(v) = num("free").or(num("free2")) {
                 h.bytes(SizeKey::Free, v, format!("{v} bytes"));
             }
             if let Some(n) = c.name("name") {
@@ -164,10 +172,24 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             if let Some(v) = num("lfb") {
                 h.detail("largest_free_block", v);
             }
-            h.space(&c["kind"].to_ascii_lowercase());
-            if h.memory_space.as_deref() != Some("l1") {
-                h.space("device");
+            // `L1` and `L1_SMALL` are the cores' SRAM; the other buffer types live in device DRAM.
+            h.space(if c["kind"].starts_with("L1") { "l1" } else { "device" });
+            h.platform = Some(Platform::Other);
+            h.phase = Some(Phase::Runtime);
+            h.priority = 10;
+            hits.push(h);
+        }
+    }
+    if has(t, "clash with L1 buffers") {
+        for c in tt_cb_clash().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("tenstorrent.l1", m.start(), m.end());
+            // Addresses, not sizes: the overlap is their difference.
+            if let (Some(l1), Some(cb)) = (c.name("l1").and_then(|v| v.as_str().parse::<u64>().ok()), c.name("cb").and_then(|v| v.as_str().parse::<u64>().ok())) {
+                h.detail("l1_buffer_address", l1).detail("circular_buffer_end", cb);
             }
+            h.detail("clash", "circular buffers and L1 buffers");
+            h.space("l1");
             h.platform = Some(Platform::Other);
             h.phase = Some(Phase::Runtime);
             h.priority = 10;
