@@ -253,7 +253,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             if phrase == "MemoryError" && !after_is_message(t, m.end(), le) {
                 continue;
             }
-        } else if !(marked || leads || killed_for().is_match(before)) {
+        } else if !(marked || leads || killed_for().is_match(before) || reported_quote(before)) {
             continue;
         }
         let end = message_end(t, le);
@@ -483,6 +483,8 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
         if space == "host" {
             h.id = "generic.host-oom";
             h.platform = Some(Platform::Cpu);
+        } else if through_device {
+            h.platform = device_runtime(line);
         } else {
             h.platform = Some(match rt.platform {
                 // Vulkan and OpenCL are the platform themselves whatever GPU runs them (`nvidia-smi` beside
@@ -626,11 +628,23 @@ fn quoted(t: &str, ls: usize, at: usize, le: usize) -> bool {
     // `return error "…"`, `message: '…'`: the quotes hold the error that was printed.
     let lead = before[..q].trim_end().trim_end_matches(':').to_ascii_lowercase();
     let names_an_error = ["error", "message", "exception", "errors"].iter().any(|w| lead.ends_with(w));
-    // `got 'Insufficient VRAM'`, `throws "RuntimeError: ..."`: a verb that reports what was printed.
-    let reported = lead.rsplit(|c: char| !c.is_ascii_alphanumeric()).next().is_some_and(|w| ["got", "get", "gets", "getting", "throws", "throw", "throwing", "raised", "raises", "hit", "hitting", "encountered", "shows", "showing", "returned", "returns"].contains(&w));
+    let reported = reported_quote(before);
     // The quote opens with the exception class that raised it: a pasted error, not a mention.
     let pasted_exception = exception_start().find(&before[q + 1..]).is_some_and(|m| m.start() == 0);
     opener_ok && word_before && !names_an_error && !reported && !pasted_exception && t[at..le].contains(qc)
+}
+
+/// The last quote before the phrase opens right after a verb that reports what was printed:
+/// `got 'Insufficient VRAM'`, `throws "RuntimeError: ..."`.
+fn reported_quote(before: &str) -> bool {
+    let Some(q) = before.rfind(|c| c == '\'' || c == '"' || c == '`') else { return false };
+    // Still open: the phrase is inside it.
+    let qc = before[q..].chars().next().unwrap_or('"');
+    if before.matches(qc).count() % 2 == 0 {
+        return false;
+    }
+    let lead = before[..q].trim_end().to_ascii_lowercase();
+    lead.rsplit(|c: char| !c.is_ascii_alphanumeric()).next().is_some_and(|w| ["got", "get", "gets", "getting", "throws", "throw", "throwing", "raised", "raises", "hit", "hitting", "encountered", "shows", "showing", "returned", "returns"].contains(&w))
 }
 
 /// `MemoryError` is a memory failure when it is raised with a message (`MemoryError: ...`);
@@ -984,5 +998,50 @@ mod tests {
     fn page_locking_is_not_allocation() {
         // abetlen/llama-cpp-python#708: mlock refused at RLIMIT_MEMLOCK, the model still loads.
         assert!(all("warning: failed to mlock 39813120-byte buffer (after previously locking 4106670080 bytes): Cannot allocate memory\nTry increasing RLIMIT_MLOCK ('ulimit -l' as root).").is_empty());
+    }
+
+    #[test]
+    fn a_runtime_message_pasted_in_backticks_in_a_report() {
+        // m-bain/whisperX#315 and nihui/zimage-ncnn-vulkan#39: the message in backticks inside a sentence that reports it.
+        let h = one("I just updated my whisperx version and I am unexpectedly getting `cuda failed with error out of memory` after sometime of running").unwrap();
+        assert_eq!((h.id, h.platform), ("generic.device-oom", Some(Platform::Cuda)));
+        let h = one("When running with an RTX 3090 with 24gb VRAM and 64gb system RAM, I am getting lots of `vkAllocateMemory failed -2` errors.").unwrap();
+        assert_eq!((h.id, h.platform), ("generic.device-oom", Some(Platform::Other)));
+        // Advice with the same words stays silent.
+        assert!(all("If you see `vkAllocateMemory failed -2`, try a smaller tile size.").is_empty());
+        assert!(all("To fix `CUDA out of memory` errors, reduce the batch size.").is_empty());
+    }
+
+    #[test]
+    fn a_quote_after_a_reporting_verb_or_opening_with_its_exception() {
+        // vladmandic/sdnext#2916 (a title) and turboderp-org/exllamav3#61.
+        assert!(one("[Issue]: \"RuntimeError: Could not allocate tensor with XXXXXXXX bytes\"").is_some());
+        assert!(one("Run ERNIE-4.5-300B with 5x20G 3080 got 'Insufficient VRAM for model'").is_some());
+        // A mention in a sentence about catching it is still one.
+        assert!(all("catch exceptions with 'CUDA out of memory' and retry").is_empty());
+    }
+
+    #[test]
+    fn figures_listed_under_the_message() {
+        // NVIDIA/TensorRT-LLM#5872: the unit is stated once in each label, a heading stands between.
+        let t = "[TRT-LLM] [RANK 1] [E] Failed to initialize executor on rank 1: Executor creation failed due to insufficient GPU memory.\n\nThe following component could not be created: KV cache\nTotal GPU memory (GiB): 140.06\nFree GPU memory before component creation attempt (GiB): 108.86\n";
+        let h = one(t).unwrap();
+        assert_eq!((h.platform, h.get(SizeKey::Total), h.get(SizeKey::Free)), (Some(Platform::Cuda), Some(150388279869), Some(116887534961)));
+    }
+
+    #[test]
+    fn errno_through_a_device_runtime_and_the_runtime_names_its_platform() {
+        // airockchip/rknn-llm#62: RKNN's handle allocation fails with ENOMEM: the NPU's memory, not the heap.
+        let h = all("E RKNN: [10:48:59.683] failed to allocate handle, ret: -1, errno: 12, errstr: Cannot allocate memory").into_iter().next().unwrap();
+        assert_eq!((h.id, h.platform, h.memory_space.as_deref()), ("generic.device-oom", Some(Platform::Npu), Some("device")));
+    }
+
+    #[test]
+    fn two_numbers_run_together_are_dropped() {
+        // deepspeedai/DeepSpeedExamples#321: two ranks' Rust abort lines written into each other.
+        let t = "memory allocation of memory allocation of 20971522097152 bytes failed\n bytes failed\nmemory allocation of 2097152 bytes failed";
+        let h = all(t).into_iter().next().unwrap();
+        assert_eq!(h.get(SizeKey::Requested), Some(2097152));
+        assert!(h.size_notes.iter().any(|n| n.contains("20971522097152")), "{:?}", h.size_notes);
     }
 }
