@@ -147,6 +147,7 @@ pub const START_TRIGGERS: &[&str] = &[
     "Invalid buffer size",
     "total bytes of NDArray",
     "clash with L1 buffers",
+    "CL_OUT_OF_RESOURCES exception",
     "No executable batch size",
     "in AlignedAlloc",
     "of workspace memory",

@@ -16,6 +16,13 @@ grammar!(tt_l1, r"Not enough space to allocate (?:(?P<req>\d+) B )?(?P<kind>DRAM
 // in tenstorrent/tt-metal#28835; not re-read at a tag (the repository is too large to fetch here).
 grammar!(tt_cb_clash, r"Statically allocated circular buffers (?:in program \d+ )?clash with L1 buffers on core range [^\n.]*\.(?: L1 buffer allocated at (?P<l1>\d+) and static circular buffer region ends at (?P<cb>\d+))?");
 
+// OpenVINO's GPU plugin (`src/plugins/intel_gpu/src/runtime/ocl/ocl_common.hpp`, as merged in
+// openvinotoolkit/openvino#29062 and its earlier force-exit form in #16724) turns CL_OUT_OF_RESOURCES into this
+// message: "... Please try to update the driver or reduce memory consumption (use smaller batch size, less
+// streams, lower precision, etc)to avoid CL_OUT_OF_RESOURCES exception". The plugin itself says the status is a
+// real out-of-resources or a lost device: likely, not certain.
+grammar!(ov_cl_resources, r"(?:GPU plugin can't finish correctly\.?\s+)?Please try to update the driver or reduce memory consumption \(use smaller batch size, less streams, lower precision, etc\)\s?to avoid CL_OUT_OF_RESOURCES exception");
+
 // accelerate `utils/memory.py` find_executable_batch_size: lowers the batch size (x 0.9 from 1.9.0,
 // halved before) after every exception its should_reduce_batch_size takes for an OOM, and raises
 // this at zero.
@@ -177,6 +184,18 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.platform = Some(Platform::Other);
             h.phase = Some(Phase::Runtime);
             h.priority = 10;
+            hits.push(h);
+        }
+    }
+    if has(t, "to avoid CL_OUT_OF_RESOURCES exception") {
+        for m in ov_cl_resources().find_iter(t) {
+            let mut h = Hit::new("generic.device-oom", m.start(), m.end());
+            h.likely("OpenVINO's GPU plugin reports CL_OUT_OF_RESOURCES this way; the plugin itself says it is either device memory exhausted or a lost device");
+            h.detail("runtime", "opencl").detail("status", "CL_OUT_OF_RESOURCES").detail("status_value", -5);
+            h.space("device");
+            h.platform = Some(Platform::Other);
+            h.phase = Some(Phase::Runtime);
+            h.priority = 12;
             hits.push(h);
         }
     }
