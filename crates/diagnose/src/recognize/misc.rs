@@ -23,6 +23,10 @@ grammar!(tt_cb_clash, r"Statically allocated circular buffers (?:in program \d+ 
 // real out-of-resources or a lost device: likely, not certain.
 grammar!(ov_cl_resources, r"(?:GPU plugin can't finish correctly\.?\s+)?Please try to update the driver or reduce memory consumption \(use smaller batch size, less streams, lower precision, etc\)\s?to avoid CL_OUT_OF_RESOURCES exception");
 
+// CTranslate2 `src/cuda/utils.h` CUDA_CHECK (v4.8.1): "CUDA failed with error " + cudaGetErrorString(code), so a
+// failed allocation reads "CUDA failed with error out of memory" (faster-whisper, whisperX, Buzz, Tabby, ...).
+grammar!(ct2_cuda_oom, r"(?i:CUDA failed with error out of memory)");
+
 // accelerate `utils/memory.py` find_executable_batch_size: lowers the batch size (x 0.9 from 1.9.0,
 // halved before) after every exception its should_reduce_batch_size takes for an OOM, and raises
 // this at zero.
@@ -184,6 +188,17 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.platform = Some(Platform::Other);
             h.phase = Some(Phase::Runtime);
             h.priority = 10;
+            hits.push(h);
+        }
+    }
+    if has(t, "failed with error out of memory") {
+        for m in ct2_cuda_oom().find_iter(t) {
+            let mut h = Hit::new("ctranslate2.cuda-oom", m.start(), m.end());
+            h.detail("cuda_error", "cudaErrorMemoryAllocation");
+            h.space("device");
+            h.platform = Some(Platform::Cuda);
+            h.phase = Some(Phase::Runtime);
+            h.priority = 12;
             hits.push(h);
         }
     }
