@@ -27,6 +27,10 @@ grammar!(ov_cl_resources, r"(?:GPU plugin can't finish correctly\.?\s+)?Please t
 // failed allocation reads "CUDA failed with error out of memory" (faster-whisper, whisperX, Buzz, Tabby, ...).
 grammar!(ct2_cuda_oom, r"(?i:CUDA failed with error out of memory)");
 
+// LMDeploy TurboMind `src/turbomind/utils/cuda_utils.h`: "[TM][ERROR] CUDA runtime error: " + the CUDA error + " file:line"
+// (thrown up to v0.7, logged without the prefix from v0.9); the file is TurboMind's (allocator.h, memory_utils.cu).
+grammar!(turbomind_oom, r"\[TM\]\[ERROR\] CUDA runtime error: out of memory|CUDA runtime error: out of memory \S*turbomind\S*");
+
 // accelerate `utils/memory.py` find_executable_batch_size: lowers the batch size (x 0.9 from 1.9.0,
 // halved before) after every exception its should_reduce_batch_size takes for an OOM, and raises
 // this at zero.
@@ -188,6 +192,17 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.platform = Some(Platform::Other);
             h.phase = Some(Phase::Runtime);
             h.priority = 10;
+            hits.push(h);
+        }
+    }
+    if has(t, "CUDA runtime error: out of memory") {
+        for m in turbomind_oom().find_iter(t) {
+            let mut h = Hit::new("lmdeploy.turbomind-oom", m.start(), m.end());
+            h.detail("cuda_error", "cudaErrorMemoryAllocation");
+            h.space("device");
+            h.platform = Some(Platform::Cuda);
+            h.phase = Some(Phase::Runtime);
+            h.priority = 12;
             hits.push(h);
         }
     }
