@@ -60,7 +60,11 @@ grammar!(
     mlx_buffer,
     r"\[metal::malloc\] Attempting to allocate (?P<req>\d+) bytes which is greater than the maximum allowed buffer size of (?P<lim>\d+) bytes\.?"
 );
-grammar!(mlx_malloc_or_wait, r"\[malloc_or_wait\] Unable to allocate (?P<req>\d+) bytes\.?");
+// MLX 0.24 on (`mlx/backend/metal/allocator.cpp`, v0.32.1): "[malloc] Unable to allocate N bytes." when Metal returns no
+// buffer, and "[metal::malloc] Resource limit (N) exceeded." when the allocator holds as many Metal buffers as the
+// device's resource limit (a count of buffers, not bytes) even after releasing its cache.
+grammar!(mlx_malloc_or_wait, r"\[(?:malloc_or_wait|malloc)\] Unable to allocate (?P<req>\d+) bytes\.?");
+grammar!(mlx_resource_limit, r"\[metal::malloc\] Resource limit \((?P<n>\d+)\) exceeded\.?");
 grammar!(
     mlx_cmdbuf,
     r"\[METAL\] Command buffer execution failed: Insufficient Memory(?: \((?P<code>[0-9A-Fa-f]{8}:kIOGPUCommandBufferCallbackErrorOutOfMemory)\))?\.?"
@@ -161,7 +165,16 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     }
     // MLX before 0.24 (`mlx/allocator.cpp` malloc_or_wait, removed in ml-explore/mlx#1976):
     // the Metal allocator found no memory even after waiting for buffers to be freed.
-    if has(t, "[malloc_or_wait]") {
+    if has(t, "[metal::malloc] Resource limit") {
+        for c in mlx_resource_limit().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = device_hit("mlx.metal-oom", m.start(), m.end(), Platform::Metal);
+            h.detail("resource_limit", c["n"].parse::<u64>().ok());
+            h.flag("resource_limit");
+            hits.push(h);
+        }
+    }
+    if has(t, "[malloc_or_wait]") || has(t, "[malloc] Unable to allocate") {
         for c in mlx_malloc_or_wait().captures_iter(t) {
             let m = c.get(0).unwrap();
             let mut h = device_hit("mlx.metal-oom", m.start(), m.end(), Platform::Metal);

@@ -108,12 +108,18 @@ pub const TRIGGERS: &[&str] = &[
     // TensorFlow's cuFFT plan failure ("failed to create cuFFT batched plan:2" just before it).
     "customized allocator",
     "insufficient system memory",
+    // "insufficient GPU memory" (TensorRT-LLM's executor), "insufficient device memory", "not enough GPU memory".
+    "nsufficient GPU memory",
+    "nsufficient device memory",
+    "enough GPU memory",
+    // ggml-vulkan's "Device memory allocation of size N failed." without its prefix.
+    "allocation of size",
 ]; 
 
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
 grammar!(
     strong,
-    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)\b|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|memory allocation of \d+ bytes failed|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b"
+    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)\b|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|memory allocation of (?:size )?\d+(?: bytes)? failed|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b"
 );
 // What makes the line an error report, before the phrase.
 grammar!(
@@ -125,12 +131,14 @@ grammar!(
     prose,
     r"(?i)\b(?:I|I'm|I've|I'd|me|my|we|we're|our|us|you|your|you're|please help|how (?:do|can|to)|why|seems?|maybe|probably|thanks|avoid|prevent|reduce|to fix|if (?:the|a|an|it|there|this)|when (?:the|a|an|it|using|running)|should|would|tips?|hint|e\.g\.|such as|example|could (?:give|be|happen|cause|lead)|possibly|strange|because|she|he|they|their|someone|anyone|catch|detect|monitor)\b|\?\s*$"
 );
+// Words that make a sentence advice or a question about a failure, not a report of one.
+grammar!(hint, r"(?i)\b(?:avoid|prevent|to fix|if (?:you|the|a|an|it|there|this)|should|would|tips?|hint|e\.g\.|such as|example|catch|detect|monitor|try|how (?:do|can|to)|why)\b|\?\s*$");
 // Source code quoted in a traceback or a diff, not a message.
 grammar!(code, r#"\braise \w|\bdef \w|\breturn \w|^\s*(?:if|elif|while|assert) .*:\s*$|\bif .*: (?:raise|return)\b|\bf["']|^\s*[+-]\s"#);
 // Operators: code, unless the line is already an error report (RET_CHECK / CHECK expressions).
 grammar!(operators, r"==|!=|&&|\|\||;\s*$");
 // A message at the start of a line (after a log prefix) needs no marker: "Failed to allocate 14495514624 bytes of memory".
-grammar!(line_start_phrase, r#"(?i)^(?:[\s>*`"'\[\]\w:./-]|\p{So}){0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to (?:allocate|m?alloc\b)|(?:cannot|can't|could not) allocate|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed|out of (?:gpu|device) resources|memory allocation of \d+ bytes failed|exceed(?:s|ed)? max(?:imum)? (?:\w+ ){0,4}(?:allocation|memory))"#);
+grammar!(line_start_phrase, r#"(?i)^(?:[\s>*`"'\[\]\w:./-]|\p{So}){0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to (?:allocate|m?alloc\b)|(?:cannot|can't|could not) allocate|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed|out of (?:gpu|device) resources|memory allocation of (?:size )?\d+(?: bytes)? failed|exceed(?:s|ed)? max(?:imum)? (?:\w+ ){0,4}(?:allocation|memory))"#);
 
 // Sizes by general rules, next to the word that names them. Only sizes with a unit (or
 // `bytes`) are read here: a bare number next to "allocate" may count elements or blocks.
@@ -150,7 +158,7 @@ grammar!(limit_sz, &r"(?i)\b(?:limit|max(?:imum)?(?: allowed)?|capacity)(?: of| 
 grammar!(alloc_sz, &r"(?i)(?P<a>{SZU})(?: memory)? (?:has been|have been|already) allocated|\ballocated(?: so far)?\s*[=:]\s*(?P<b>{SZU})".replace("{SZU}", SZU));
 
 // Words that name the platform and the memory space.
-grammar!(w_cuda, r"\bCUDA\b|\bcuda\w*|\bcu(?:Mem|da)[A-Z]\w*|NVIDIA|\bnvidia\b|\bcublas|\bcudnn|CUDAPlace|\w\.cu\b|\bbitsandbytes\b");
+grammar!(w_cuda, r"\bCUDA\b|\bcuda\w*|\bTRT(?:-LLM)?\b|\bTensorRT\w*|\bcu(?:Mem|da)[A-Z]\w*|NVIDIA|\bnvidia\b|\bcublas|\bcudnn|CUDAPlace|\w\.cu\b|\bbitsandbytes\b");
 grammar!(w_rocm, r"\bHIP\b|\bhip[A-Z]\w*|\bROCm\b|\brocm\b|\bAMDGPU\b|\bMIOpen\b|\bmiopen\w*|\brocBLAS\b|\brocblas\w*");
 grammar!(w_metal, r"\bMetal\b|\bMETAL\b|\bMTL\w+|MTLBuffer|kIOGPU\w+");
 grammar!(w_mps, r"\bMPS\b|\bmps\b");
@@ -164,7 +172,7 @@ grammar!(
 // Host by default: Python's MemoryError, C++ bad_alloc, errno ENOMEM, unless a device is named.
 // Rust's std::alloc::handle_alloc_error prints "memory allocation of N bytes failed" for the heap.
 grammar!(w_host_weak, r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b|(?i:memory allocation of \d+ bytes failed)|Out of Memory Error:|\bOutOfMemoryException\b|\bArrowMemoryError\b");
-grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|(?i:\bdevice memory\b)|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bRMM_\w+|\bDirectML\b|\bDML\b|\bVulkan\b|\bPT_DEVMEM\b|\bHPU\b|\bhpu\b|\bGaudi\b|\bhabana\w*|(?i:\b(?:npu|video|graphics|dedicated)[ _]memory\b)|\bpoplar\w*|\bpopart\b|\bIPU\b|\bdev_id\b|(?:\b|_)gmem\b|\bbmlib\w*|\bXRT\w*|\bxrt\w*");
+grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|(?i:\bdevice memory\b)|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bRMM_\w+|\bDirectML\b|\bDML\b|\bDml[A-Z]\w*|\bVulkan\b|\bPT_DEVMEM\b|\bHPU\b|\bhpu\b|\bGaudi\b|\bhabana\w*|(?i:\b(?:npu|video|graphics|dedicated)[ _]memory\b)|\bpoplar\w*|\bpopart\b|\bIPU\b|\bdev_id\b|(?:\b|_)gmem\b|\bbmlib\w*|\bXRT\w*|\bxrt\w*");
 
 grammar!(
     other_cause,
@@ -208,7 +216,10 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         // in that identifier is part of the name, never an error marker.
         let before = identifier_head_removed(&t[ls..m.start()], m.as_str());
         let phrase = m.as_str();
-        if prose().is_match(sentence_of(line, m.start() - ls, m.end() - ls)) || code().is_match(message_part(line, m.start() - ls)) || symbol_table_line().is_match(line) {
+        // A runtime's message pasted in backticks inside a sentence that reports it ("I am getting
+        // `cuda failed with error out of memory` after a while") is the failure, not a mention.
+        let pasted = backticked_report(line, m.start() - ls, m.end() - ls) && error_marker().is_match(m.as_str()) | error_marker().is_match(backtick_content(line, m.start() - ls));
+        if (!pasted && prose().is_match(sentence_of(line, m.start() - ls, m.end() - ls))) || code().is_match(message_part(line, m.start() - ls)) || symbol_table_line().is_match(line) {
             continue;
         }
         // Code operators count in the phrase's own sentence: "Expected ret == 0 to be true, but got
@@ -228,7 +239,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             continue;
         }
         // A phrase quoted inside a sentence is a mention ("catch exceptions with 'CUDA out of memory'").
-        if quoted(t, ls, m.start(), le) {
+        if !pasted && quoted(t, ls, m.start(), le) {
             continue;
         }
         let weak = phrase.eq_ignore_ascii_case("oom") || phrase == "MemoryError";
@@ -242,7 +253,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             if phrase == "MemoryError" && !after_is_message(t, m.end(), le) {
                 continue;
             }
-        } else if !(marked || leads || killed_for().is_match(before)) {
+        } else if !(marked || leads || killed_for().is_match(before) || reported_quote(before)) {
             continue;
         }
         let end = message_end(t, le);
@@ -418,12 +429,14 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
             continue;
         }
         let line = &t[ls..le];
-        if prose().is_match(line) || code().is_match(line) || listing().is_match(line) || quoted(t, ls, start, le) {
+        let pasted = backticked_report(line, start - ls, end - ls);
+        if (!pasted && (prose().is_match(line) || quoted(t, ls, start, le))) || code().is_match(line) || listing().is_match(line) {
             continue;
         }
         let named_here = &t[vs..ve] == member.name;
         // A name that is not itself an error name (`E_OUTOFMEMORY`, `ENOMEM`) needs an error marker.
-        let self_marked = named_here && (member.name.contains("ERROR") || member.name.contains("Error") || member.name.contains("FAIL") || member.name.contains("Fail"));
+        // An `OUT_OF_*` member (`CL_OUT_OF_RESOURCES`) is an error name by itself too.
+        let self_marked = named_here && (member.name.contains("ERROR") || member.name.contains("Error") || member.name.contains("FAIL") || member.name.contains("Fail") || member.name.contains("OUT_OF"));
         // A failure status returned by the call itself needs no other marker.
         if !self_marked && !adjacent && !error_marker().is_match(line) {
             continue;
@@ -455,10 +468,14 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
         let mut h = Hit::new("generic.device-oom", start, end);
         h.priority = 85;
         h.phase = Some(Phase::Runtime);
+        // errno's ENOMEM returned through a device runtime's call on the same line (RKNN's
+        // "failed to allocate handle, ret: -1, errno: 12") is that device's allocation: the
+        // words around it decide, as for a member that does not say.
+        let through_device = member.runtime == "posix" && device_runtime(line).is_some();
         let space = match member.space {
             vocabulary::Space::Device => "device",
-            vocabulary::Space::Host => "host",
-            vocabulary::Space::Either => match place(t, start, end) {
+            vocabulary::Space::Host if !through_device => "host",
+            vocabulary::Space::Host | vocabulary::Space::Either => match place(t, start, end) {
                 (_, Some("device")) => "device",
                 _ => "host",
             },
@@ -466,9 +483,14 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
         if space == "host" {
             h.id = "generic.host-oom";
             h.platform = Some(Platform::Cpu);
+        } else if through_device {
+            h.platform = device_runtime(line);
         } else {
             h.platform = Some(match rt.platform {
-                // A runtime of any vendor (Vulkan, OpenCL, DirectML): the words around it may name one.
+                // Vulkan and OpenCL are the platform themselves whatever GPU runs them (`nvidia-smi` beside
+                // `vkAllocateMemory failed -2` is still Vulkan's allocation).
+                Platform::Other if matches!(rt.id, "vulkan" | "opencl") => Platform::Other,
+                // Another runtime of any vendor (DirectML, Neuron): the words around it may name one.
                 Platform::Other => match place(t, start, end) {
                     (p, Some("device")) if p != Platform::Cpu => p,
                     _ => Platform::Other,
@@ -551,10 +573,44 @@ fn message_end(t: &str, le: usize) -> usize {
         let next = &t[ns..ne];
         let continues = next.trim_start().starts_with(|c: char| c.is_ascii_digit());
         if !next.trim().is_empty() && next.len() < 400 && (continues || requested().is_match(next) || free_sz().is_match(next)) && !prose().is_match(next) {
-            return ne;
+            return size_lines_end(t, ne);
         }
     }
-    le
+    size_lines_end(t, le)
+}
+
+/// The end of the labeled size lines that follow a message (one blank line may stand between):
+/// "Total GPU memory (GiB): 140.06" under TensorRT-LLM's "insufficient GPU memory", a runtime's
+/// `Requested: … / Free: …` table. At most eight lines.
+fn size_lines_end(t: &str, le: usize) -> usize {
+    let mut end = le;
+    let mut at = le;
+    let (mut blank, mut other) = (false, 0);
+    for _ in 0..9 {
+        let Some((ns, ne)) = next_line(t, at) else { break };
+        let line = &t[ns..ne];
+        at = ne;
+        if line.trim().is_empty() {
+            if blank {
+                break;
+            }
+            blank = true;
+            continue;
+        }
+        if line.len() > 200 || prose().is_match(line) {
+            break;
+        }
+        if crate::sizes::labeled(line, oomdoc_units::UnitStyle::Binary).sizes.iter().any(|l| l.key.is_some()) {
+            end = ne;
+        } else {
+            // A heading between the message and its figures ("The following component could not be created: KV cache").
+            other += 1;
+            if other > 2 {
+                break;
+            }
+        }
+    }
+    end
 }
 
 /// The line reads as people writing about a failure (questions, first person, hints).
@@ -572,7 +628,23 @@ fn quoted(t: &str, ls: usize, at: usize, le: usize) -> bool {
     // `return error "…"`, `message: '…'`: the quotes hold the error that was printed.
     let lead = before[..q].trim_end().trim_end_matches(':').to_ascii_lowercase();
     let names_an_error = ["error", "message", "exception", "errors"].iter().any(|w| lead.ends_with(w));
-    opener_ok && word_before && !names_an_error && t[at..le].contains(qc)
+    let reported = reported_quote(before);
+    // The quote opens with the exception class that raised it: a pasted error, not a mention.
+    let pasted_exception = exception_start().find(&before[q + 1..]).is_some_and(|m| m.start() == 0);
+    opener_ok && word_before && !names_an_error && !reported && !pasted_exception && t[at..le].contains(qc)
+}
+
+/// The last quote before the phrase opens right after a verb that reports what was printed:
+/// `got 'Insufficient VRAM'`, `throws "RuntimeError: ..."`.
+fn reported_quote(before: &str) -> bool {
+    let Some(q) = before.rfind(|c| c == '\'' || c == '"' || c == '`') else { return false };
+    // Still open: the phrase is inside it.
+    let qc = before[q..].chars().next().unwrap_or('"');
+    if before.matches(qc).count() % 2 == 0 {
+        return false;
+    }
+    let lead = before[..q].trim_end().to_ascii_lowercase();
+    lead.rsplit(|c: char| !c.is_ascii_alphanumeric()).next().is_some_and(|w| ["got", "get", "gets", "getting", "throws", "throw", "throwing", "raised", "raises", "hit", "hitting", "encountered", "shows", "showing", "returned", "returns"].contains(&w))
 }
 
 /// `MemoryError` is a memory failure when it is raised with a message (`MemoryError: ...`);
@@ -669,7 +741,8 @@ fn place(t: &str, start: usize, end: usize) -> (Platform, Option<&'static str>) 
         } else if w_tpu().is_match(scope) {
             Some(Platform::Tpu)
         } else {
-            None
+            // A device runtime's own calls or names (`RKNN`, `rknn_init`) name its platform.
+            device_runtime(scope)
         };
         let host = w_host().is_match(scope);
         let device = w_device().is_match(scope);
@@ -688,6 +761,31 @@ fn place(t: &str, start: usize, end: usize) -> (Platform, Option<&'static str>) 
         return (Platform::Cpu, Some("host"));
     }
     (Platform::Other, None)
+}
+
+/// The platform of a device runtime (one whose platform is a vendor's, not `Other` or the
+/// host's) whose calls or names occur in `s`.
+fn device_runtime(s: &str) -> Option<Platform> {
+    vocabulary::RUNTIMES
+        .iter()
+        .zip(runtime_calls())
+        .find(|(rt, re)| !matches!(rt.platform, Platform::Other | Platform::Cpu) && re.is_match(s))
+        .map(|(rt, _)| rt.platform)
+}
+
+/// The text between the backticks around `s..e` of a line (empty when not inside a pair).
+fn backtick_content(line: &str, s: usize) -> &str {
+    let open = line[..s].rfind('`');
+    let close = line[s..].find('`').map(|i| s + i);
+    match (open, close) {
+        (Some(o), Some(c)) if line[..o].matches('`').count() % 2 == 0 => &line[o + 1..c],
+        _ => "",
+    }
+}
+
+/// A phrase inside backticks in a sentence that reports it, not one that advises or asks.
+fn backticked_report(line: &str, s: usize, e: usize) -> bool {
+    !backtick_content(line, s).is_empty() && !hint().is_match(sentence_of(line, s, e.min(line.len())))
 }
 
 fn line_bounds(t: &str, s: usize, e: usize) -> (usize, usize) {
@@ -900,5 +998,50 @@ mod tests {
     fn page_locking_is_not_allocation() {
         // abetlen/llama-cpp-python#708: mlock refused at RLIMIT_MEMLOCK, the model still loads.
         assert!(all("warning: failed to mlock 39813120-byte buffer (after previously locking 4106670080 bytes): Cannot allocate memory\nTry increasing RLIMIT_MLOCK ('ulimit -l' as root).").is_empty());
+    }
+
+    #[test]
+    fn a_runtime_message_pasted_in_backticks_in_a_report() {
+        // m-bain/whisperX#315 and nihui/zimage-ncnn-vulkan#39: the message in backticks inside a sentence that reports it.
+        let h = one("I just updated my whisperx version and I am unexpectedly getting `cuda failed with error out of memory` after sometime of running").unwrap();
+        assert_eq!((h.id, h.platform), ("generic.device-oom", Some(Platform::Cuda)));
+        let h = one("When running with an RTX 3090 with 24gb VRAM and 64gb system RAM, I am getting lots of `vkAllocateMemory failed -2` errors.").unwrap();
+        assert_eq!((h.id, h.platform), ("generic.device-oom", Some(Platform::Other)));
+        // Advice with the same words stays silent.
+        assert!(all("If you see `vkAllocateMemory failed -2`, try a smaller tile size.").is_empty());
+        assert!(all("To fix `CUDA out of memory` errors, reduce the batch size.").is_empty());
+    }
+
+    #[test]
+    fn a_quote_after_a_reporting_verb_or_opening_with_its_exception() {
+        // vladmandic/sdnext#2916 (a title) and turboderp-org/exllamav3#61.
+        assert!(one("[Issue]: \"RuntimeError: Could not allocate tensor with XXXXXXXX bytes\"").is_some());
+        assert!(one("Run ERNIE-4.5-300B with 5x20G 3080 got 'Insufficient VRAM for model'").is_some());
+        // A mention in a sentence about catching it is still one.
+        assert!(all("catch exceptions with 'CUDA out of memory' and retry").is_empty());
+    }
+
+    #[test]
+    fn figures_listed_under_the_message() {
+        // NVIDIA/TensorRT-LLM#5872: the unit is stated once in each label, a heading stands between.
+        let t = "[TRT-LLM] [RANK 1] [E] Failed to initialize executor on rank 1: Executor creation failed due to insufficient GPU memory.\n\nThe following component could not be created: KV cache\nTotal GPU memory (GiB): 140.06\nFree GPU memory before component creation attempt (GiB): 108.86\n";
+        let h = one(t).unwrap();
+        assert_eq!((h.platform, h.get(SizeKey::Total), h.get(SizeKey::Free)), (Some(Platform::Cuda), Some(150388279869), Some(116887534961)));
+    }
+
+    #[test]
+    fn errno_through_a_device_runtime_and_the_runtime_names_its_platform() {
+        // airockchip/rknn-llm#62: RKNN's handle allocation fails with ENOMEM: the NPU's memory, not the heap.
+        let h = all("E RKNN: [10:48:59.683] failed to allocate handle, ret: -1, errno: 12, errstr: Cannot allocate memory").into_iter().next().unwrap();
+        assert_eq!((h.id, h.platform, h.memory_space.as_deref()), ("generic.device-oom", Some(Platform::Npu), Some("device")));
+    }
+
+    #[test]
+    fn two_numbers_run_together_are_dropped() {
+        // deepspeedai/DeepSpeedExamples#321: two ranks' Rust abort lines written into each other.
+        let t = "memory allocation of memory allocation of 20971522097152 bytes failed\n bytes failed\nmemory allocation of 2097152 bytes failed";
+        let h = all(t).into_iter().next().unwrap();
+        assert_eq!(h.get(SizeKey::Requested), Some(2097152));
+        assert!(h.size_notes.iter().any(|n| n.contains("20971522097152")), "{:?}", h.size_notes);
     }
 }

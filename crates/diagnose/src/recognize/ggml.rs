@@ -37,6 +37,7 @@ pub const TRIGGERS: &[&str] = &[
     "current device:",
     "context's memory pool",
     "mem_buffer != NULL",
+    "unable to allocate",
 ];
 
 grammar!(cuda_malloc, r"(?P<func>ggml_backend_\w+?_buffer_type_alloc_buffer): allocating (?P<mib>[0-9]+(?:\.[0-9]+)? MiB) on device (?P<dev>\d+): (?P<api>cudaMalloc|hipMalloc|musaMalloc) failed: out of memory");
@@ -44,7 +45,10 @@ grammar!(failed_buffer, r"(?P<func>[A-Za-z_]\w*): failed to allocate (?P<buft>[A
 grammar!(compute_buffers, r"(?P<func>[A-Za-z_]\w*): failed to allocate compute (?:pp )?buffers");
 grammar!(metal_buffer, r"(?P<func>ggml_\w+): error: failed to allocate buffer, size = +(?P<mib>[0-9]+(?:\.[0-9]+)? MiB)");
 grammar!(metal_cmd, r"(?:ggml_metal_\w+: (?:error: )?command buffer \d+ failed with status \d+\s+)?error: Insufficient Memory \(0*8:kIOGPUCommandBufferCallbackErrorOutOfMemory\)");
-grammar!(vulkan, r"(?:ggml_vulkan: Device memory allocation of size (?P<n>[0-9]+) failed\.?\s+)?(?:ggml_vulkan: )?vk::Device::allocateMemory: ErrorOutOfDeviceMemory|ggml_vulkan: Device memory allocation of size (?P<m>[0-9]+) failed");
+grammar!(vulkan, r"(?:ggml_vulkan: Device memory allocation of size (?P<n>[0-9]+) failed\.?\s+)?(?:ggml_vulkan: )?vk::Device::allocateMemory: ErrorOutOfDeviceMemory|(?:ggml_vulkan: )?Device memory allocation of size (?P<m>[0-9]+) failed");
+// llama.cpp's model loader when a backend buffer for the weights could not be allocated (the ggml line above it
+// may be missing from a paste or a title): `error loading model: unable to allocate <buft> buffer`.
+grammar!(load_buffer, r"error loading model: unable to allocate (?P<buft>[A-Za-z][A-Za-z0-9_]*) buffer");
 grammar!(sycl, r"can't (?:allocate|malloc) (?P<n>[0-9]+) Bytes (?:of )?memory on device");
 grammar!(pinned, r"(?P<func>ggml_\w+_host_malloc): failed to allocate (?P<mib>[0-9]+(?:[.,][0-9]+)? MiB) of pinned memory: out of memory");
 // Older/other ggml CUDA error reports: `CUDA error: out of memory\n  current device: 0, in function F at FILE:LINE`
@@ -187,6 +191,15 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                 h.size(SizeKey::Requested, n.as_str());
             }
             h.detail("backend", "vulkan");
+            hits.push(h);
+        }
+    }
+    if has(t, "error loading model: unable to allocate") {
+        for c in load_buffer().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let (platform, space) = buft_platform(&c["buft"]);
+            let mut h = base("ggml.buffer-alloc", m.start(), m.end(), platform, space, 12);
+            h.detail("buffer_type", &c["buft"]);
             hits.push(h);
         }
     }

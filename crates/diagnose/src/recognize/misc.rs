@@ -8,7 +8,28 @@ use crate::finding::SizeKey;
 use crate::grammar;
 use oomdoc_kb::{Phase, Platform};
 
-grammar!(tt_l1, r"Not enough space to allocate (?P<req>\d+) B (?P<kind>\w+) buffer across (?P<banks>\d+) banks?, where each bank needs to store (?P<per>\d+) B(?:, but bank size is (?P<size>\d+) B \(allocated: (?P<alloc>\d+) B, free: (?P<free>\d+) B, largest free block: (?P<lfb>\d+) B\))?");
+// tt-metal `BankManager::allocate_buffer`: "Out of Memory: Not enough space to allocate {} B {} buffer across {} banks, ..."
+// with the buffer type of `BufferType` (`DRAM`, `L1`, `L1_SMALL`, `TRACE`); a title may drop the size and the banks.
+grammar!(tt_l1, r"Not enough space to allocate (?:(?P<req>\d+) B )?(?P<kind>DRAM|L1(?:_SMALL)?|TRACE|SYSTEM_MEMORY|\w+) buffer(?: across (?P<banks>\d+) banks?, where each bank needs to store (?P<per>\d+) B(?:, but bank size is (?:only )?(?P<size>\d+) B(?: \(allocated: (?P<alloc>\d+) B, free: (?P<free>\d+) B, largest free block: (?P<lfb>\d+) B\))?)?)?");
+// tt-metal `Program::validate_circular_buffer_region`: the program's statically allocated circular buffers
+// (growing down from the top of L1) reach the L1 buffers (growing up). Wording as the maintainers quote it
+// in tenstorrent/tt-metal#28835; not re-read at a tag (the repository is too large to fetch here).
+grammar!(tt_cb_clash, r"Statically allocated circular buffers (?:in program \d+ )?clash with L1 buffers on core range [^\n.]*\.(?: L1 buffer allocated at (?P<l1>\d+) and static circular buffer region ends at (?P<cb>\d+))?");
+
+// OpenVINO's GPU plugin (`src/plugins/intel_gpu/src/runtime/ocl/ocl_common.hpp`, as merged in
+// openvinotoolkit/openvino#29062 and its earlier force-exit form in #16724) turns CL_OUT_OF_RESOURCES into this
+// message: "... Please try to update the driver or reduce memory consumption (use smaller batch size, less
+// streams, lower precision, etc)to avoid CL_OUT_OF_RESOURCES exception". The plugin itself says the status is a
+// real out-of-resources or a lost device: likely, not certain.
+grammar!(ov_cl_resources, r"(?:GPU plugin can't finish correctly\.?\s+)?Please try to update the driver or reduce memory consumption \(use smaller batch size, less streams, lower precision, etc\)\s?to avoid CL_OUT_OF_RESOURCES exception");
+
+// CTranslate2 `src/cuda/utils.h` CUDA_CHECK (v4.8.1): "CUDA failed with error " + cudaGetErrorString(code), so a
+// failed allocation reads "CUDA failed with error out of memory" (faster-whisper, whisperX, Buzz, Tabby, ...).
+grammar!(ct2_cuda_oom, r"(?i:CUDA failed with error out of memory)");
+
+// LMDeploy TurboMind `src/turbomind/utils/cuda_utils.h`: "[TM][ERROR] CUDA runtime error: " + the CUDA error + " file:line"
+// (thrown up to v0.7, logged without the prefix from v0.9); the file is TurboMind's (allocator.h, memory_utils.cu).
+grammar!(turbomind_oom, r"\[TM\]\[ERROR\] CUDA runtime error: out of memory|CUDA runtime error: out of memory \S*turbomind\S*");
 
 // accelerate `utils/memory.py` find_executable_batch_size: lowers the batch size (x 0.9 from 1.9.0,
 // halved before) after every exception its should_reduce_batch_size takes for an OOM, and raises
@@ -23,7 +44,7 @@ grammar!(no_batch_size, r"No executable batch size found, reached zero\.?");
 // memory in AlignedAlloactor" (sic). The lines may be wrapped.
 grammar!(
     flashinfer_ws,
-    r"(?:Buffer overflow when allocating|Failed to allocate) memory for (?P<name>\w+)\s+with size (?P<req>\d+) and alignment \d+(?:,\s+but only (?P<free>\d+) bytes available)?\s+in AlignedAllocator\.?(?:\s+(?:Please i|I)ncrease the workspace buffer size\.)?|Out of workspace memory in AlignedAllo(?:ca|ac)tor"
+    r"(?:Buffer overflow when allocating|Failed to allocate) memory for (?P<name>\w+)\s+with size (?P<req>\d+) and alignment \d+(?:,\s+but only (?P<free>\d+) bytes available)?\s+in AlignedAllocator\.?(?:\s+(?:Please i|I)ncrease the workspace buffer size\.)?|Out of workspace memory in AlignedAllo(?:ca|ac)tor|\bonly (?P<free2>\d+) bytes available in AlignedAllocator\.?(?:\s+Increase the workspace\s+buffer size\.)?"
 );
 
 // DeepSpeed `csrc/transformer/inference/includes/inference_context.h` GenWorkSpace: with less free
@@ -32,7 +53,9 @@ grammar!(
 // memory."; when the room left holds fewer tokens than `min_out_tokens` it prints "Allocatable workspace
 // available (%ld tokens) is less than minimum requested workspace (%d tokens)" and throws "..., not
 // enough memory".
-grammar!(ds_workspace, r"Workspace can't be allocated, no(?:t)? enough memory\.?");
+// When the free memory passed those checks but `cudaMalloc` of the workspace still failed, it prints the same
+// table and throws "Workspace is null." (`inference_context.h` GenWorkSpace, v0.19.5).
+grammar!(ds_workspace, r"Workspace can't be allocated, no(?:t)? enough memory\.?|Workspace is null\.?");
 grammar!(ds_table, r"Requested:\s*(?P<req>\d+)\s+Free:\s*(?P<free>\d+)\s+Total:\s*(?P<total>\d+)");
 grammar!(ds_tokens, r"Allocatable workspace available \((?P<avail>-?\d+) tokens\) is less than minimum requested workspace \((?P<min>\d+) tokens\)");
 
@@ -88,7 +111,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
-    if has(t, "Workspace can't be allocated") {
+    if has(t, "Workspace can't be allocated") || has(t, "Workspace is null") {
         for m in ds_workspace().find_iter(t) {
             let mut h = Hit::new("deepspeed.inference-workspace", m.start(), m.end());
             // The table DeepSpeed printed just before raising (a traceback may stand between).
@@ -120,7 +143,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             if let Some(v) = num("req") {
                 h.bytes(SizeKey::Requested, v, format!("{v} bytes"));
             }
-            if let Some(v) = num("free") {
+            if let Some(v) = num("free").or(num("free2")) {
                 h.bytes(SizeKey::Free, v, format!("{v} bytes"));
             }
             if let Some(n) = c.name("name") {
@@ -164,10 +187,58 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             if let Some(v) = num("lfb") {
                 h.detail("largest_free_block", v);
             }
-            h.space(&c["kind"].to_ascii_lowercase());
-            if h.memory_space.as_deref() != Some("l1") {
-                h.space("device");
+            // `L1` and `L1_SMALL` are the cores' SRAM; the other buffer types live in device DRAM.
+            h.space(if c["kind"].starts_with("L1") { "l1" } else { "device" });
+            h.platform = Some(Platform::Other);
+            h.phase = Some(Phase::Runtime);
+            h.priority = 10;
+            hits.push(h);
+        }
+    }
+    if has(t, "CUDA runtime error: out of memory") {
+        for m in turbomind_oom().find_iter(t) {
+            let mut h = Hit::new("lmdeploy.turbomind-oom", m.start(), m.end());
+            h.detail("cuda_error", "cudaErrorMemoryAllocation");
+            h.space("device");
+            h.platform = Some(Platform::Cuda);
+            h.phase = Some(Phase::Runtime);
+            h.priority = 12;
+            hits.push(h);
+        }
+    }
+    if has(t, "failed with error out of memory") {
+        for m in ct2_cuda_oom().find_iter(t) {
+            let mut h = Hit::new("ctranslate2.cuda-oom", m.start(), m.end());
+            h.detail("cuda_error", "cudaErrorMemoryAllocation");
+            h.space("device");
+            h.platform = Some(Platform::Cuda);
+            h.phase = Some(Phase::Runtime);
+            h.priority = 12;
+            hits.push(h);
+        }
+    }
+    if has(t, "to avoid CL_OUT_OF_RESOURCES exception") {
+        for m in ov_cl_resources().find_iter(t) {
+            let mut h = Hit::new("generic.device-oom", m.start(), m.end());
+            h.likely("OpenVINO's GPU plugin reports CL_OUT_OF_RESOURCES this way; the plugin itself says it is either device memory exhausted or a lost device");
+            h.detail("runtime", "opencl").detail("status", "CL_OUT_OF_RESOURCES").detail("status_value", -5);
+            h.space("device");
+            h.platform = Some(Platform::Other);
+            h.phase = Some(Phase::Runtime);
+            h.priority = 12;
+            hits.push(h);
+        }
+    }
+    if has(t, "clash with L1 buffers") {
+        for c in tt_cb_clash().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("tenstorrent.l1", m.start(), m.end());
+            // Addresses, not sizes: the overlap is their difference.
+            if let (Some(l1), Some(cb)) = (c.name("l1").and_then(|v| v.as_str().parse::<u64>().ok()), c.name("cb").and_then(|v| v.as_str().parse::<u64>().ok())) {
+                h.detail("l1_buffer_address", l1).detail("circular_buffer_end", cb);
             }
+            h.detail("clash", "circular buffers and L1 buffers");
+            h.space("l1");
             h.platform = Some(Platform::Other);
             h.phase = Some(Phase::Runtime);
             h.priority = 10;

@@ -32,7 +32,12 @@ grammar!(allowed, r"(?P<v>{SZ})\s+allowed;");
 grammar!(private_pools, r"with\s+(?P<v>{SZ})\s+allocated in private pools");
 // `aten/src/ATen/mps/MPSAllocator.mm` alloc_buffer_block: one buffer larger than the device's
 // maximum buffer length (`TORCH_CHECK(size < m_max_buffer_size, "Invalid buffer size: ", format_size(size))`).
-grammar!(mps_buffer_size, r"Invalid buffer size:\s*(?P<req>{SZ})");
+// A title may cut or mask the size ("Invalid buffer size: ### GiB"): the message's own words still say it.
+// Metal Performance Shaders asserts the same per-object limit for an NDArray: "[MPSNDArray
+// initWithDevice:descriptor:] Error: total bytes of NDArray > 2**32" (closed source; wording as pasted in
+// pytorch/pytorch#143859 and xinntao/ESRGAN#134). Its "product of dimension sizes > 2**31" counts elements,
+// not bytes, and stays out.
+grammar!(mps_buffer_size, r"Invalid buffer size:\s*(?P<req>{SZ})?|\[MPS(?:Temporary)?NDArray initWithDevice:descriptor:(?:isTextureBacked:)?\] Error: total bytes of NDArray > 2\*\*32");
 grammar!(mps, r"MPS backend out of memory \(MPS allocated:\s*(?P<a>{SZ}),\s*other allocations:\s*(?P<o>{SZ}),\s*max allowed:\s*(?P<m>{SZ})\)\.?(?:\s*Tried to allocate\s+(?P<req>{SZ})(?:\s+on\s+(?P<pool>\w+)\s+pool)?)?");
 grammar!(cuda_error, r"(?P<dev>CUDA|HIP) error:\s*out of memory|(?P<dev2>cudaMalloc|hipMalloc)(?:Async|Managed)? failed:? out of memory|(?P<dev3>CUDA|HIP): out of memory");
 grammar!(thc, r"THCudaCheck FAIL file=(?P<file>\S+) line=(?P<line>\d+) error=2 : out of memory");
@@ -125,7 +130,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
-    if has(t, "Invalid buffer size") {
+    if has(t, "Invalid buffer size") || has(t, "total bytes of NDArray") {
         for c in mps_buffer_size().captures_iter(t) {
             let m = c.get(0).unwrap();
             let mut h = Hit::new("pytorch.mps-buffer-size", m.start(), m.end());

@@ -56,7 +56,17 @@ impl Extracted {
 
 /// `None` when the size is plausible, else why it is not (the note reported with the finding).
 pub fn plausible(p: &PrintedSize) -> Option<String> {
-    implausible_from(p, IMPLAUSIBLE_BYTES)
+    implausible_from(p, IMPLAUSIBLE_BYTES).or_else(|| repeated_digits(p))
+}
+
+/// A byte count whose digits are one number of four or more digits written twice or more
+/// ("20971522097152": two ranks' "memory allocation of 2097152 bytes failed" lines written
+/// into each other) is two numbers run together, not a size.
+fn repeated_digits(p: &PrintedSize) -> Option<String> {
+    let d: String = p.text.chars().take_while(|c| c.is_ascii_digit() || *c == ',').filter(|c| c.is_ascii_digit()).collect();
+    let n = d.len();
+    let unit = (4..=n / 2).find(|&k| n % k == 0 && d.as_bytes().chunks(k).all(|c| c == &d.as_bytes()[..k]))?;
+    Some(format!("dropped \"{}\": the digits of {} written {} times, two numbers run together", p.text, &d[..unit], n / unit))
 }
 
 /// Like [`plausible`] with the bound for sizes a family grammar read ([`OVERFLOW_BYTES`]).
