@@ -278,6 +278,10 @@ fn starts_record(t: &str) -> bool {
             return true;
         }
     }
+    // A Markdown code fence stands on a line of its own.
+    if t.starts_with("```") || t.starts_with("~~~") {
+        return true;
+    }
     // A program's own diagnostic, as the GNU Coding Standards have tools print them
     // (`program: message`): `make: *** [build] Error 17`, `gcc: fatal error: ...`.
     if let Some((prog, rest)) = t.split_once(": ") {

@@ -12,7 +12,8 @@
 //!   (older XLA:GPU printed the same words for device memory, so GPU context rules it out);
 //!   the YNNPACK path logs `allocate of <N> failed.` before `YNNPACK operation failed`.
 //! - libstdc++: `terminate called after throwing an instance of 'std::bad_alloc'` / `what():  std::bad_alloc`.
-//! - NumPy (`_ArrayMemoryError`, since 1.17): `Unable to allocate 3.2 GiB for an array with shape (..) and data type float64`.
+//! - NumPy (`_ArrayMemoryError`, since 1.17): `Unable to allocate 3.2 GiB for an array with shape (..) and data type float64`,
+//!   also with the exception's name on a line of its own above the message (Django's error page).
 //! - Linux `mm/oom_kill.c`: `Out of memory: Killed process N (comm) total-vm:..kB, anon-rss:..kB, ...`,
 //!   `oom-kill:constraint=...`, `Memory cgroup out of memory: ...`.
 //! - torch.distributed.elastic: `failed (exitcode: -9) local_rank: ...`, `Signal 9 (SIGKILL) received by PID N`.
@@ -147,7 +148,7 @@ grammar!(
 );
 grammar!(
     numpy_alloc,
-    r"(?P<exc>(?:[\w.]+\.)?(?:_ArrayMemoryError|MemoryError)): Unable to allocate (?:(?P<n>\d+(?:\.\d*)?)\s?(?P<u>[KMGTPE]i?B|B|bytes) for (?:an )?)?array with (?:shape|form) \((?P<shape>[\d, ]*)\) and data type (?P<dt>\w+)"
+    r"(?P<exc>(?:[\w.]+\.)?(?:_ArrayMemoryError|MemoryError))(?::[ \t]*|[ \t]*\n[ \t]*)Unable to allocate (?:(?P<n>\d+(?:\.\d*)?)\s?(?P<u>[KMGTPE]i?B|B|bytes) for (?:an )?)?array with (?:shape|form) \((?P<shape>[\d, ]*)\) and data type (?P<dt>\w+)"
 );
 // A title or a line cut right after NumPy's opening words.
 grammar!(numpy_cut, r"(?m)(?P<exc>(?:[\w.]+\.)?(?:_ArrayMemoryError|MemoryError)): Unable to allocate[ \t]*$");
@@ -482,7 +483,10 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
     }
     if has(t, "illed") {
         for m in shell_killed().find_iter(t) {
-            if prose_line(t, m.start()) {
+            // `Killed` glued to a progress bar (a terminal wrap joined the lines): what stands
+            // before the bar on that joined line is another line's text, not the kill's.
+            let after_bar = m.as_str().starts_with("it/s]") || m.as_str().starts_with("s/it]");
+            if !after_bar && prose_line(t, m.start()) {
                 continue;
             }
             let mut h = host_hit("host.oom-killer", m.start(), m.end());
