@@ -113,7 +113,8 @@ grammar!(ray_raylet, r"(?P<n>\d+) Workers \(tasks / actors\) killed due to memor
 // workers' own lines, so it is read as a memory kill only beside them.
 grammar!(dask_killed_worker, r"KilledWorker: Attempted to run task [^\n]{1,300}? on (?P<n>\d+) different workers, but all those workers died while running it\.?");
 grammar!(dask_memory_evidence, r"Worker memory limit|exceeded \d+% memory budget|Unmanaged memory use is high|Memory use is high but worker has no data");
-grammar!(dask, r"Worker (?:[\w:/.\-]+ \(pid=\d+\) )?exceeded (?P<pct>\d+)% memory budget\.\s*Restarting\.*");
+// The nanny restarts the worker on this line's threshold; "Restarting" may be cut or wrapped away.
+grammar!(dask, r"Worker (?:[\w:/.\-]+ \(pid=\d+\) )?exceeded (?P<pct>\d+)% memory budget\.(?:\s*Restarting\.*)?");
 grammar!(
     slurm_limit,
     r"(?:Job|Step) [\d.]+(?:\.\w+)? exceeded memory limit \((?P<used>\d+) > (?P<lim>\d+)\), being killed|Exceeded (?:job|step) memory limit|Some of the step tasks have been OOM Killed"

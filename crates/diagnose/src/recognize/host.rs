@@ -36,6 +36,10 @@
 //! - cgroup v1 memory controller (`mm/memcontrol.c`, `mem_cgroup_print_oom_info` before 4.19):
 //!   `Task in /A killed as a result of limit of /B`, `memory: usage 102360kB, limit 102400kB, failcnt N`.
 //! - Arrow's memory pool (`cpp/src/arrow/memory_pool.cc`): `malloc of size N failed`, `realloc of size N failed`.
+//! - Netty's direct-memory counter (`common/.../PlatformDependent.java`, `incrementMemoryCounter`,
+//!   netty-4.1.128.Final): `OutOfDirectMemoryError: failed to allocate N byte(s) of direct memory
+//!   (used: U, max: M)`, U being the use before the request and M the limit (`io.netty.maxDirectMemory`,
+//!   by default the JVM's `-XX:MaxDirectMemorySize`); shaded copies rename the package.
 //! - MSVC's `std::bad_alloc::what()` is `bad allocation` (LightGBM, CatBoost on Windows).
 //! - DuckDB's buffer manager (`standard_buffer_manager.cpp`): `Out of Memory Error: failed to
 //!   allocate data of size X (Y/Z used)`, Z being `memory_limit`; `SET memory_limit` below what is
@@ -93,6 +97,7 @@ pub const TRIGGERS: &[&str] = &[
     "returned a non-zero code: 137",
     "killed as a result of limit of",
     "Failed to change memory limit",
+    "OutOfDirectMemoryError",
 ];
 
 /// The text of ERROR_COMMITMENT_LIMIT (1455) in the languages Windows prints it, each as the
@@ -156,6 +161,7 @@ grammar!(bare_memory_error, r"(?m)^[ \t>]*(?:[\w.]+\.)?MemoryError\b(?:[ \t]*:?[
 grammar!(errno12, r"(?P<exc>\b[\w.]*Error)?:?\s*(?:\[Errno 12\] Cannot allocate memory|Cannot allocate memory \(os error 12\))");
 grammar!(memcg_v1_task, r"(?:Task in (?P<task>/\S*) killed|(?P<cg>/\S+) killed) as a result of limit of (?P<lim>/\S+)");
 grammar!(memcg_v1_usage, r"memory: usage (?P<u>\d+)kB, limit (?P<l>\d+)kB, failcnt \d+");
+grammar!(netty_direct, r"(?:[\w.]+\.)?OutOfDirectMemoryError\b(?::\s*failed to allocate (?P<req>\d+) byte\(s\) of direct memory \(used: (?P<used>\d+), max: (?P<max>\d+)\))?");
 grammar!(arrow_alloc, r"(?:malloc|realloc|calloc) of size (?P<n>\d+) failed");
 grammar!(killed_process, r"Killed process (?P<pid>\d+) \((?P<name>[^)]+)\)");
 grammar!(kb_field, r"(?P<k>total-vm|anon-rss|file-rss|shmem-rss):\s*(?P<v>[\d,]+)\s*kB");
@@ -308,6 +314,20 @@ fn allocators(t: &str, hits: &mut Vec<Hit>) {
             let ctx = super::window_before(t, ls, 400);
             if ctx.contains("fork()") || ctx.contains("_launch") || ctx.contains("Popen") {
                 h.detail("syscall", "fork");
+            }
+            hits.push(h);
+        }
+    }
+    if has(t, "OutOfDirectMemoryError") {
+        for c in netty_direct().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("generic.host-oom", m.start(), m.end());
+            h.priority = 15;
+            h.detail("allocator", "netty direct memory");
+            for (g, k) in [("req", SizeKey::Requested), ("used", SizeKey::Used), ("max", SizeKey::Limit)] {
+                if let Some(v) = c.name(g).and_then(|v| v.as_str().parse::<u64>().ok()) {
+                    h.bytes(k, v, v.to_string());
+                }
             }
             hits.push(h);
         }
