@@ -134,7 +134,7 @@ fn host(id: &'static str, start: usize, end: usize) -> Hit {
 }
 
 /// A Kubernetes quantity in bytes: plain, or with a binary (Ki, Mi, Gi, Ti) or decimal (k, M, G) suffix.
-fn k8s_bytes(q: &str) -> Option<u64> {
+pub(crate) fn k8s_bytes(q: &str) -> Option<u64> {
     let i = q.find(|c: char| !c.is_ascii_digit()).unwrap_or(q.len());
     let n: u64 = q[..i].parse().ok()?;
     let mult: u64 = match &q[i..] {

@@ -36,6 +36,13 @@
 //! - cgroup v1 memory controller (`mm/memcontrol.c`, `mem_cgroup_print_oom_info` before 4.19):
 //!   `Task in /A killed as a result of limit of /B`, `memory: usage 102360kB, limit 102400kB, failcnt N`.
 //! - Arrow's memory pool (`cpp/src/arrow/memory_pool.cc`): `malloc of size N failed`, `realloc of size N failed`.
+//! - kubelet's OOM watcher (`pkg/kubelet/oom`): events `System OOM encountered, victim process: P,
+//!   pid: N` (and `Cgroup OOM encountered, …`, kubernetes/kubernetes#100487); systemd's unit notes
+//!   `<unit>: A process of this unit has been killed by the OOM killer.`, `Failed with result 'oom-kill'`;
+//!   earlyoom (rfjakob/earlyoom): before 1.0 `Out of memory! avail: N MiB < min: M MiB` then `Killing
+//!   process N name`, at v1.9.0 `low memory! at or below SIGKILL limits: …` and `sending SIGKILL to
+//!   process N uid U "name": oom_score S, oom_score_adj A, VmRSS R MiB` (`kill.c`, `main.c`).
+//! - `kubectl describe pod`: a container's `Reason: OOMKilled` with its `Limits:` `memory: 128Mi` below.
 //! - Netty's direct-memory counter (`common/.../PlatformDependent.java`, `incrementMemoryCounter`,
 //!   netty-4.1.128.Final): `OutOfDirectMemoryError: failed to allocate N byte(s) of direct memory
 //!   (used: U, max: M)`, U being the use before the request and M the limit (`io.netty.maxDirectMemory`,
@@ -98,6 +105,10 @@ pub const TRIGGERS: &[&str] = &[
     "killed as a result of limit of",
     "Failed to change memory limit",
     "OutOfDirectMemoryError",
+    " OOM encountered, victim process",
+    "killed by the OOM killer",
+    "low memory! at or below",
+    "sending SIGKILL to process",
 ];
 
 /// The text of ERROR_COMMITMENT_LIMIT (1455) in the languages Windows prints it, each as the
@@ -161,6 +172,13 @@ grammar!(bare_memory_error, r"(?m)^[ \t>]*(?:[\w.]+\.)?MemoryError\b(?:[ \t]*:?[
 grammar!(errno12, r"(?P<exc>\b[\w.]*Error)?:?\s*(?:\[Errno 12\] Cannot allocate memory|Cannot allocate memory \(os error 12\))");
 grammar!(memcg_v1_task, r"(?:Task in (?P<task>/\S*) killed|(?P<cg>/\S+) killed) as a result of limit of (?P<lim>/\S+)");
 grammar!(memcg_v1_usage, r"memory: usage (?P<u>\d+)kB, limit (?P<l>\d+)kB, failcnt \d+");
+grammar!(kubelet_oom_event, r"(?:System |Cgroup )?OOM encountered, victim process: (?P<proc>[^,\n]+), pid: (?P<pid>\d+)");
+grammar!(systemd_unit_oom, r"(?P<unit>[\w@.\\\-]+): (?:A process (?:of this unit )?has been killed by the OOM killer\.?|Failed with result 'oom-kill'\.?)");
+grammar!(
+    earlyoom,
+    r#"Out of memory! avail: (?P<avail>\d+) MiB < min: \d+ MiB(?:\s*Killing process \d+ \S+)?|low memory! at or below SIGKILL limits: mem [\d.]+ ?%, swap [\d.]+ ?%|sending SIG(?:KILL|TERM) to process \d+ uid \d+ "[^"\n]*": oom_score -?\d+, oom_score_adj -?\d+, VmRSS (?P<rss>\d+) MiB"#
+);
+grammar!(k8s_limits_memory, r"Limits:[ \t]*\n(?:[ \t]+[\w.\-/]+:[ \t]*\S+[ \t]*\n){0,4}?[ \t]+memory:[ \t]*(?P<q>\d+(?:Ki|Mi|Gi|Ti|k|M|G)?)\b");
 grammar!(netty_direct, r"(?:[\w.]+\.)?OutOfDirectMemoryError\b(?::\s*failed to allocate (?P<req>\d+) byte\(s\) of direct memory \(used: (?P<used>\d+), max: (?P<max>\d+)\))?");
 grammar!(arrow_alloc, r"(?:malloc|realloc|calloc) of size (?P<n>\d+) failed");
 grammar!(killed_process, r"Killed process (?P<pid>\d+) \((?P<name>[^)]+)\)");
@@ -546,6 +564,41 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
+    if has(t, "OOM encountered, victim process") {
+        for c in kubelet_oom_event().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("host.oom-killer", m.start(), m.end());
+            h.priority = 28;
+            h.detail("killer", "kernel (kubelet's OOM watcher)");
+            h.culprit.op = Some(format!("{} (pid {})", c["proc"].trim(), &c["pid"]));
+            hits.push(h);
+        }
+    }
+    if has(t, "killed by the OOM killer") || has(t, "'oom-kill'") {
+        for c in systemd_unit_oom().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("host.oom-killer", m.start(), m.end());
+            h.priority = 30;
+            h.detail("killer", "kernel (reported by systemd for the unit)");
+            h.culprit.op = Some(c["unit"].to_string());
+            hits.push(h);
+        }
+    }
+    if has(t, "Out of memory! avail") || has(t, "low memory! at or below") || has(t, "to process") {
+        for c in earlyoom().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("host.oom-killer", m.start(), m.end());
+            h.priority = 25;
+            h.detail("killer", "earlyoom");
+            if let Some(a) = c.name("avail").and_then(|v| v.as_str().parse::<u64>().ok()) {
+                h.bytes(SizeKey::Free, a << 20, format!("{a} MiB"));
+            }
+            if let Some(r) = c.name("rss").and_then(|v| v.as_str().parse::<u64>().ok()) {
+                h.bytes(SizeKey::Used, r << 20, format!("{r} MiB"));
+            }
+            hits.push(h);
+        }
+    }
     for m in oom_kill_event().find_iter(t) {
         // The bare word in someone's sentence ("not related to OOMKilled") is a mention; the
         // kernel's and slurmstepd's lines address the user themselves ("your processes").
@@ -559,6 +612,14 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
         }
         let mut h = host_hit("host.oom-killer", m.start(), m.end());
         h.priority = 30;
+        // `kubectl describe`: the container's memory limit is listed below its last state.
+        if m.as_str() == "OOMKilled" {
+            if let Some(c) = k8s_limits_memory().captures(super::window(t, m.end(), 600)) {
+                if let Some(b) = super::cluster::k8s_bytes(&c["q"]) {
+                    h.bytes(SizeKey::Limit, b, c["q"].to_string());
+                }
+            }
+        }
         hits.push(h);
     }
     if t.contains("137") || t.contains("SIGKILL") || t.contains("IGKILL") || t.contains("signal: Killed") || t.contains("exitcode: -9") || t.contains("code = -9") || t.contains("EXIT CODE: 9") {
