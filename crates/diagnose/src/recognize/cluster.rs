@@ -127,7 +127,7 @@ grammar!(
 grammar!(oomd_pressure, r"Memory pressure for (?P<cg>/\S+) is (?P<p>[\d.]+)% > (?P<lim>[\d.]+)% for > (?P<dur>\w+) with reclaim activity(?:[\s\S]{0,300}?oomd attempting to kill \d+ with KILL)?");
 grammar!(oomd_unit, r"(?P<unit>[\w@.\-]+): systemd-oomd killed (?P<n>\d+) process\(es\) in this unit\.?");
 grammar!(colab, r"[Yy]our session crashed after using all available RAM\.?|Your notebook tried to allocate more memory than is available\.(?: It has restarted\.?)?");
-grammar!(kernel_died, r"(?:Kernel Restarting\s+)?The kernel (?:for [^\n]{1,200} )?appears to have died\. It will restart automatically\.?|KernelRestarter: restarting kernel \(\d+/\d+\)(?:, (?:keep|new) random ports)?");
+grammar!(kernel_died, r"(?:Kernel Restarting\s+)?The kernel (?:for [^\n]{1,200} )?appears to have died\.(?: It will restart automatically\.?)?|KernelRestarter: restarting kernel \(\d+/\d+\)(?:, (?:keep|new) random ports)?");
 
 fn host(id: &'static str, start: usize, end: usize) -> Hit {
     Hit::new(id, start, end).on(Platform::Cpu).during(Phase::Runtime).in_space("host").ranked(18)

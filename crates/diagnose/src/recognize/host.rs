@@ -42,6 +42,8 @@
 //!   earlyoom (rfjakob/earlyoom): before 1.0 `Out of memory! avail: N MiB < min: M MiB` then `Killing
 //!   process N name`, at v1.9.0 `low memory! at or below SIGKILL limits: …` and `sending SIGKILL to
 //!   process N uid U "name": oom_score S, oom_score_adj A, VmRSS R MiB` (`kill.c`, `main.c`).
+//! - macOS (xnu `no_paging_space_action`): `low swap: killing largest compressed process with pid N
+//!   (name) and size M MB` (M: the process's compressed memory, MiB).
 //! - `kubectl describe pod`: a container's `Reason: OOMKilled` with its `Limits:` `memory: 128Mi` below.
 //! - Netty's direct-memory counter (`common/.../PlatformDependent.java`, `incrementMemoryCounter`,
 //!   netty-4.1.128.Final): `OutOfDirectMemoryError: failed to allocate N byte(s) of direct memory
@@ -109,6 +111,7 @@ pub const TRIGGERS: &[&str] = &[
     "killed by the OOM killer",
     "low memory! at or below",
     "sending SIGKILL to process",
+    "killing largest compressed process",
 ];
 
 /// The text of ERROR_COMMITMENT_LIMIT (1455) in the languages Windows prints it, each as the
@@ -172,6 +175,7 @@ grammar!(bare_memory_error, r"(?m)^[ \t>]*(?:[\w.]+\.)?MemoryError\b(?:[ \t]*:?[
 grammar!(errno12, r"(?P<exc>\b[\w.]*Error)?:?\s*(?:\[Errno 12\] Cannot allocate memory|Cannot allocate memory \(os error 12\))");
 grammar!(memcg_v1_task, r"(?:Task in (?P<task>/\S*) killed|(?P<cg>/\S+) killed) as a result of limit of (?P<lim>/\S+)");
 grammar!(memcg_v1_usage, r"memory: usage (?P<u>\d+)kB, limit (?P<l>\d+)kB, failcnt \d+");
+grammar!(macos_low_swap, r"low swap: killing largest compressed process with pid (?P<pid>\d+) \((?P<name>[^)\n]*)\) and size (?P<mb>\d+) MB");
 grammar!(kubelet_oom_event, r"(?:System |Cgroup )?OOM encountered, victim process: (?P<proc>[^,\n]+), pid: (?P<pid>\d+)");
 grammar!(systemd_unit_oom, r"(?P<unit>[\w@.\\\-]+): (?:A process (?:of this unit )?has been killed by the OOM killer\.?|Failed with result 'oom-kill'\.?)");
 grammar!(
@@ -561,6 +565,19 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
             let mut h = host_hit("host.dev-shm", ls + (t[ls..le].len() - t[ls..le].trim_start().len()), le);
             h.priority = 16;
             h.detail("errno", 28);
+            hits.push(h);
+        }
+    }
+    if has(t, "killing largest compressed process") {
+        for c in macos_low_swap().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("host.oom-killer", m.start(), m.end());
+            h.priority = 25;
+            h.detail("killer", "macOS (out of compressor/swap space)");
+            h.culprit.op = Some(format!("{} (pid {})", &c["name"], &c["pid"]));
+            if let Ok(mb) = c["mb"].parse::<u64>() {
+                h.detail("compressed_size_bytes", mb << 20);
+            }
             hits.push(h);
         }
     }
