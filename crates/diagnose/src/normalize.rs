@@ -282,6 +282,18 @@ fn starts_record(t: &str) -> bool {
             return true;
         }
     }
+    // A Markdown code fence stands on a line of its own.
+    if t.starts_with("```") || t.starts_with("~~~") {
+        return true;
+    }
+    // A program's own diagnostic, as the GNU Coding Standards have tools print them
+    // (`program: message`): `make: *** [build] Error 17`, `gcc: fatal error: ...`.
+    if let Some((prog, rest)) = t.split_once(": ") {
+        let tool = (1..=30).contains(&prog.len()) && prog.as_bytes()[0].is_ascii_lowercase() && prog.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'_' | b'-' | b'.' | b'+'));
+        if tool && ["*** ", "error", "fatal", "warning"].iter().any(|w| rest.starts_with(w)) {
+            return true;
+        }
+    }
     // `RuntimeError: ...`, `jaxlib.xla_extension.XlaRuntimeError: ...`
     let head: &str = t.split([':', ' ']).next().unwrap_or("");
     head.len() > 3 && (head.ends_with("Error") || head.ends_with("Exception") || head.ends_with("OutOfResources"))

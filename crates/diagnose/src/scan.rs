@@ -231,13 +231,13 @@ const CONTEXT_WORDS: &[&str] = &[
 /// search's eight buckets, chosen by the tool's `--order` for the fewest positions of the
 /// reference text that pass a bucket's fingerprint test.
 pub const ANCHOR_BUCKETS: &[&[&str]] = &[
-    &["lloc", " OOM", "cache", "celerato", " 137", "MEMORY", " 1455", "BAD TERM"],
-    &["XLA_", "ed d", "pooled_s", "E100", ":OOM", "ille", " vs. "],
-    &["SIGKILL", "emory", "code: -", "Hbm usag", "TPU_", "(OOM", "nqueue", "aging fi"],
-    &["ENOMEM", "uffer", "E010", "cudnn co", " when wa", "_STATUS_", "=1455"],
+    &["lloc", " OOM", "cache", "celerato", " 137", "MEMORY", "1455", "BAD TERM"],
+    &["XLA_", "ed d", "pooled_s", "E100", ":OOM", "ille", " vs. ", "pagina"],
+    &["SIGKILL", "emory", "code: -", "Hbm usag", "TPU_", "(OOM", "nqueue", "paging"],
+    &["ENOMEM", "uffer", "E010", "cudnn co", " when wa", "_STATUS_", "800705"],
     &["posix_me", " than ", " to r", "LLVM ERR", "ase ", "[OOM", "pace lef", "KernelRe"],
     &["E300", "esource", "halted ", "E200", "openxla.", "SOURCE_E", "RESOURCES"],
-    &[" compil", " device:", "kill", "ALLOC", "rogram", "ode 2: ", "xecutab"],
+    &[" compil", " device:", "kill", "ALLOC", "rogram", "ode 2: ", "xecutab", "Auslager"],
     &["200:", "EL0004", "Tensor w", "rrno 12]", "No v", "otal ", "able RAM", "e died"],
 ];
 

@@ -148,6 +148,14 @@ const KNOWN_GAPS: &[&str] = &[
     "enzymejax-1363-remat-absl-epoch",
 ];
 
+/// Family records the tool misses for a reason stated here (checked: one that passes must leave the list).
+const FAMILY_KNOWN_GAPS: &[&str] = &[
+    // Windows' page-file sentence in Chinese with no code, no HRESULT and no other ASCII trigger
+    // nearby: the scanner's anchors are ASCII (its vectorized search), so nothing starts a block.
+    "formerdfer-3-pagefile-zh-no-code",
+    "hyperlpr-49-dll-load-pagefile-zh",
+];
+
 /// Family sets collected from the wider ecosystem: `tests/corpus/families/*.jsonl`,
 /// one file per family, every record must pass (id, memory space, platform, sizes).
 #[test]
@@ -158,7 +166,7 @@ fn family_corpora() {
         .unwrap_or_default();
     names.sort();
     // Every file is checked before the test fails, so one run lists every failing record.
-    let problems: Vec<String> = names.iter().flat_map(|name| run_file(&format!("families/{name}"), &[])).collect();
+    let problems: Vec<String> = names.iter().flat_map(|name| run_file(&format!("families/{name}"), FAMILY_KNOWN_GAPS)).collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 

@@ -10,11 +10,15 @@
 //!   binary units (Hadoop's TraditionalBinaryPrefix).
 //! - kubelet eviction manager: "The node was low on resource: memory. [Threshold quantity: 100Mi,
 //!   available: 20948Ki.] Container X was using 30332Ki, which exceeds its request of 0."
-//!   (Kubernetes quantities: Ki/Mi/Gi are binary).
+//!   (Kubernetes quantities: Ki/Mi/Gi are binary). A pod evicted or refused for a node
+//!   condition: `nodeConditionMessageFmt` "The node had condition: [MemoryPressure]. "
+//!   (pkg/kubelet/eviction/helpers.go).
 //! - Ray memory monitor: "Task was killed due to the node running low on memory. Memory on the node
 //!   (IP: ..) where the task (.., memory used=2.22GB) was running was 59.49GB / 62.58GB (0.950744),
 //!   which exceeds the memory usage threshold of 0.95."; raylet: "N Workers (tasks / actors) killed
-//!   due to memory pressure (OOM)".
+//!   due to memory pressure (OOM)"; Ray 2.0-2.1's raylet monitor (the line ray-project/ray#27716
+//!   added): "System memory low at node with IP 172.17.0.2. Used memory (23.63GB) / total capacity
+//!   (33.28GB) (0.709971) exceeds threshold 0.7, killing latest task ...".
 //!   Ray <= 2.0's Python monitor (`python/ray/memory_monitor.py`, `RayOutOfMemoryError.get_message`):
 //!   "More than 95% of the memory on node <host> is used (11.8 / 12.3 GB)." where "GB" is
 //!   GiB (`psutil` bytes / 1024**3).
@@ -29,9 +33,14 @@
 //!   > 20s with reclaim activity" (journalctl cuts it at the terminal width: "... for <cgroup> be>"),
 //!   "Memory pressure for <cgroup> is 74.23% > 20.00% for > 2s with reclaim activity" before
 //!   "oomd attempting to kill <pid> with KILL", and systemd's own "<unit>: systemd-oomd killed 12
-//!   process(es) in this unit." (the wordings of public journal pastes; systemd's sources were
-//!   not re-read here).
-//! - Colab: "Your session crashed after using all available RAM."; Jupyter: "The kernel appears
+//!   process(es) in this unit." (the wordings of public journal pastes), and the swap/usage kill
+//!   of `src/oom/oomd-manager.c`: "Killed %s due to memory used (%PRIu64) / total (%PRIu64) and
+//!   swap used (...) / total (...) being more than N%" (newer: "Marked %s for killing due to
+//!   ...") after "Considered N cgroups for killing, top candidates were:" (read in the source
+//!   text through the code index; the tag was not pinned).
+//! - Colab: "Your session crashed after using all available RAM."; Kaggle: "Your notebook tried
+//!   to allocate more memory than is available. It has restarted." (the wordings users paste;
+//!   neither service publishes its source); Jupyter: "The kernel appears
 //!   to have died. It will restart automatically." (a kill without a traceback: likely memory),
 //!   and the server's own log line when the kernel process is gone, `KernelRestarter: restarting
 //!   kernel (1/5), keep random ports` (jupyter_client `restarter.py`, v8.9.1).
@@ -62,6 +71,11 @@ pub const TRIGGERS: &[&str] = &[
     "Memory pressure for",
     "KilledWorker: Attempted to run task",
     "ipynb appears to have died",
+    "System memory low at node",
+    "condition: [MemoryPressure]",
+    "due to memory used",
+    "cgroups for killing",
+    "allocate more memory than is available",
 ];
 
 grammar!(
@@ -74,18 +88,33 @@ grammar!(
 );
 grammar!(
     ray_task,
-    r"(?:\d+ worker\(s\) were killed|Task was killed) due to the node running low on memory\.(?:\s*Memory on the node \([^)\n]*\)(?: where the (?:task|lease|actor)[^\n]*?memory used=(?P<task>[\d.]+GB)\))?[^\n]*? was (?P<used>[\d.]+GB) / (?P<total>[\d.]+GB) \((?P<frac>[\d.]+)\), which exceeds the memory usage threshold of (?P<thr>[\d.]+))?"
+    r"(?:\d+ worker\(s\) were killed|Task was killed) due to the node running low on memory(?:\.|(?m:$))(?:\s*Memory on the node \([^)\n]*\)(?: where the (?:task|lease|actor)[^\n]*?memory used=(?P<task>[\d.]+GB)\))?[^\n]*? was (?P<used>[\d.]+GB) / (?P<total>[\d.]+GB) \((?P<frac>[\d.]+)\), which exceeds the memory usage threshold of (?P<thr>[\d.]+))?"
 );
 grammar!(
     ray_legacy,
     r"RayOutOfMemoryError: More than (?P<pct>\d+)% of the memory on node (?P<node>\S+) is used \((?P<used>[\d.]+) / (?P<total>[\d.]+) GB\)"
 );
+grammar!(
+    ray_system_low,
+    r"System memory low at node with IP (?P<ip>[\w.:]+)\. Used memory \((?P<used>[\d.]+GB)\) / total capacity \((?P<total>[\d.]+GB)\) \((?P<frac>[\d.]+)\) exceeds threshold (?P<thr>[\d.]+)"
+);
+grammar!(k8s_condition, r"The node had condition: \[(?P<conds>[^\]\n]*\bMemoryPressure\b[^\]\n]*)\]");
+// systemd-oomd's swap-based kill (and, newer, its mark before the kill); the size is bytes.
+grammar!(
+    oomd_used,
+    r"(?:Killed|Marked) (?P<cg>/\S+) (?:for killing )?due to memory used \((?P<used>\d+)\)(?: / total \((?P<total>\d+)\))?"
+);
+// Its kill after the candidate list: "Considered N cgroups for killing, top candidates were:" …
+// "Killed <cgroup>" (systemd 253+); the kill line alone says nothing of memory.
+grammar!(oomd_considered, r"Considered \d+ cgroups for killing, top candidates were:");
+grammar!(oomd_killed_line, r"systemd-oomd\[\d+\]: Killed (?P<cg>/\S+)");
 grammar!(ray_raylet, r"(?P<n>\d+) Workers \(tasks / actors\) killed due to memory pressure \(OOM\)");
 // The scheduler's verdict when every worker that ran a task died: why they died is in the
 // workers' own lines, so it is read as a memory kill only beside them.
 grammar!(dask_killed_worker, r"KilledWorker: Attempted to run task [^\n]{1,300}? on (?P<n>\d+) different workers, but all those workers died while running it\.?");
 grammar!(dask_memory_evidence, r"Worker memory limit|exceeded \d+% memory budget|Unmanaged memory use is high|Memory use is high but worker has no data");
-grammar!(dask, r"Worker (?:[\w:/.\-]+ \(pid=\d+\) )?exceeded (?P<pct>\d+)% memory budget\.\s*Restarting\.*");
+// The nanny restarts the worker on this line's threshold; "Restarting" may be cut or wrapped away.
+grammar!(dask, r"Worker (?:[\w:/.\-]+ \(pid=\d+\) )?exceeded (?P<pct>\d+)% memory budget\.(?:\s*Restarting\.*)?");
 grammar!(
     slurm_limit,
     r"(?:Job|Step) [\d.]+(?:\.\w+)? exceeded memory limit \((?P<used>\d+) > (?P<lim>\d+)\), being killed|Exceeded (?:job|step) memory limit|Some of the step tasks have been OOM Killed"
@@ -97,15 +126,15 @@ grammar!(
 // The decision before the kill, and systemd's note on the unit it killed.
 grammar!(oomd_pressure, r"Memory pressure for (?P<cg>/\S+) is (?P<p>[\d.]+)% > (?P<lim>[\d.]+)% for > (?P<dur>\w+) with reclaim activity(?:[\s\S]{0,300}?oomd attempting to kill \d+ with KILL)?");
 grammar!(oomd_unit, r"(?P<unit>[\w@.\-]+): systemd-oomd killed (?P<n>\d+) process\(es\) in this unit\.?");
-grammar!(colab, r"Your session crashed after using all available RAM\.?");
-grammar!(kernel_died, r"(?:Kernel Restarting\s+)?The kernel (?:for [^\n]{1,200} )?appears to have died\. It will restart automatically\.?|KernelRestarter: restarting kernel \(\d+/\d+\)(?:, (?:keep|new) random ports)?");
+grammar!(colab, r"[Yy]our session crashed after using all available RAM\.?|Your notebook tried to allocate more memory than is available\.(?: It has restarted\.?)?");
+grammar!(kernel_died, r"(?:Kernel Restarting\s+)?The kernel (?:for [^\n]{1,200} )?appears to have died\.(?: It will restart automatically\.?)?|KernelRestarter: restarting kernel \(\d+/\d+\)(?:, (?:keep|new) random ports)?");
 
 fn host(id: &'static str, start: usize, end: usize) -> Hit {
     Hit::new(id, start, end).on(Platform::Cpu).during(Phase::Runtime).in_space("host").ranked(18)
 }
 
 /// A Kubernetes quantity in bytes: plain, or with a binary (Ki, Mi, Gi, Ti) or decimal (k, M, G) suffix.
-fn k8s_bytes(q: &str) -> Option<u64> {
+pub(crate) fn k8s_bytes(q: &str) -> Option<u64> {
     let i = q.find(|c: char| !c.is_ascii_digit()).unwrap_or(q.len());
     let n: u64 = q[..i].parse().ok()?;
     let mult: u64 = match &q[i..] {
@@ -170,6 +199,23 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
+    if has(t, "System memory low at node") {
+        for c in ray_system_low().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host("cluster.ray-memory-monitor", m.start(), m.end());
+            h.cap_size(SizeKey::Used, &c, "used").cap_size(SizeKey::Total, &c, "total");
+            h.detail("usage_threshold", c["thr"].parse::<f64>().ok());
+            hits.push(h);
+        }
+    }
+    if has(t, "condition: [") {
+        for c in k8s_condition().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host("cluster.k8s-eviction", m.start(), m.end());
+            h.detail("node_condition", &c["conds"]);
+            hits.push(h);
+        }
+    }
     if has(t, "RayOutOfMemoryError") {
         for c in ray_legacy().captures_iter(t) {
             let m = c.get(0).unwrap();
@@ -197,6 +243,33 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.culprit.op = Some(c["unit"].to_string());
             h.priority = 25;
             hits.push(h);
+        }
+    }
+    if has(t, "due to memory used") {
+        for c in oomd_used().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host("host.oom-killer", m.start(), m.end());
+            h.detail("killer", "systemd-oomd");
+            for (g, k) in [("used", SizeKey::Used), ("total", SizeKey::Total)] {
+                if let Some(v) = c.name(g).and_then(|v| v.as_str().parse::<u64>().ok()) {
+                    h.bytes(k, v, v.to_string());
+                }
+            }
+            h.culprit.op = Some(c["cg"].to_string());
+            hits.push(h);
+        }
+    }
+    if has(t, "cgroups for killing") {
+        if let Some(first) = oomd_considered().find(t) {
+            for c in oomd_killed_line().captures_iter(&t[first.end()..]) {
+                let m = c.get(0).unwrap();
+                let (s, e) = (first.end() + m.start(), first.end() + m.end());
+                let mut h = host("host.oom-killer", s, e);
+                h.detail("killer", "systemd-oomd");
+                h.culprit.op = Some(c["cg"].to_string());
+                h.priority = 25;
+                hits.push(h);
+            }
         }
     }
     if has(t, "due to memory pressure") {
@@ -254,10 +327,10 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
-    if has(t, "using all available RAM") {
+    if has(t, "using all available RAM") || has(t, "allocate more memory than is available") {
         for m in colab().find_iter(t) {
             let mut h = host("host.oom-killer", m.start(), m.end());
-            h.detail("killer", "colab");
+            h.detail("killer", if m.as_str().starts_with("Your notebook") { "kaggle" } else { "colab" });
             hits.push(h);
         }
     }

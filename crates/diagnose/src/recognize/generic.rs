@@ -549,6 +549,17 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
 /// The sentence of a line that holds the phrase at `s..e`: a hint the runtime appends after its
 /// message ("... 4294959104 bytes.Please try to reduce batch size") is not the message itself.
 fn sentence_of(line: &str, s: usize, e: usize) -> &str {
+    // A code span that opens the line holds what was printed, pasted verbatim before the
+    // writer's own words ("`memory allocation of N bytes failed` when running ..."): the
+    // span is the sentence.
+    let lead = line.len() - line.trim_start().len();
+    if line[lead..].starts_with('`') && lead < s {
+        if let Some(close) = line[e..].find('`') {
+            if !line[lead + 1..s].contains('`') {
+                return &line[lead + 1..e + close];
+            }
+        }
+    }
     let b = line.as_bytes();
     let ends_sentence = |i: usize| matches!(b[i], b'.' | b'!' | b'?') && b.get(i + 1).is_some_and(|&n| n == b' ' || n.is_ascii_uppercase());
     let start = (0..s).rev().find(|&i| ends_sentence(i)).map_or(0, |i| i + 1);

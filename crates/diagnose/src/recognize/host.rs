@@ -12,16 +12,48 @@
 //!   (older XLA:GPU printed the same words for device memory, so GPU context rules it out);
 //!   the YNNPACK path logs `allocate of <N> failed.` before `YNNPACK operation failed`.
 //! - libstdc++: `terminate called after throwing an instance of 'std::bad_alloc'` / `what():  std::bad_alloc`.
-//! - NumPy (`_ArrayMemoryError`, since 1.17): `Unable to allocate 3.2 GiB for an array with shape (..) and data type float64`.
+//! - NumPy (`_ArrayMemoryError`, since 1.17): `Unable to allocate 3.2 GiB for an array with shape (..) and data type float64`,
+//!   also with the exception's name on a line of its own above the message (Django's error page).
 //! - Linux `mm/oom_kill.c`: `Out of memory: Killed process N (comm) total-vm:..kB, anon-rss:..kB, ...`,
 //!   `oom-kill:constraint=...`, `Memory cgroup out of memory: ...`.
 //! - torch.distributed.elastic: `failed (exitcode: -9) local_rank: ...`, `Signal 9 (SIGKILL) received by PID N`.
 //! - Windows ERROR_COMMITMENT_LIMIT (1455) as each runtime prints it: `[WinError 1455]`, Rust's
 //!   `(os error 1455)`, Go's `VirtualAlloc ... errno=1455`, Java's `CreateProcess error=1455` and
-//!   `(DOS error/errno=1455)`, the HRESULT `0x800705AF`, or the English text alone (.NET, hcsshim).
+//!   `(DOS error/errno=1455)`, the HRESULT `0x800705AF`, or the message text alone (.NET, hcsshim,
+//!   `DLL load failed: ...`), in the language Windows prints it: [`PAGEFILE_TEXTS`].
+//! - ENOMEM as runtimes print it: Python `[Errno 12] Cannot allocate memory`, Rust's `io::Error`
+//!   `Cannot allocate memory (os error 12)` (`library/std/src/io/error.rs`: "{desc} (os error {code})").
+//! - PyTorch's DataLoader (`torch/csrc/DataLoader.cpp`, since pytorch/pytorch#25730): a worker
+//!   killed by SIGBUS is reported with "It is possible that dataloader's workers are out of shared
+//!   memory"; the bare `is killed by signal: Bus error` is the same report cut short.
+//! - Shells reporting a SIGKILLed job: bash `Killed` (`line N: PID Killed  cmd`), macOS `Killed: 9`,
+//!   zsh's job table `[1]  + 31330 killed     python`. (fish 4.8's `fish: Job 1, 'cmd' terminated by
+//!   signal SIGKILL (Forced quit)`, `share/functions/fish_job_summary.fish`, is not read as a memory
+//!   kill: the one real paste collected is macOS killing an unsigned binary at start.)
+//! - Docker builds: the legacy builder's `The command '%s' returned a non-zero code: %d`
+//!   (`daemon/builder/dockerfile/dispatchers.go`) and BuildKit's `exit code: %d`
+//!   (`frontend/gateway/pb/exit.go`), read at docker-v29.7.2.
+//! - cgroup v1 memory controller (`mm/memcontrol.c`, `mem_cgroup_print_oom_info` before 4.19):
+//!   `Task in /A killed as a result of limit of /B`, `memory: usage 102360kB, limit 102400kB, failcnt N`.
+//! - Arrow's memory pool (`cpp/src/arrow/memory_pool.cc`): `malloc of size N failed`, `realloc of size N failed`.
+//! - kubelet's OOM watcher (`pkg/kubelet/oom`): events `System OOM encountered, victim process: P,
+//!   pid: N` (and `Cgroup OOM encountered, …`, kubernetes/kubernetes#100487); systemd's unit notes
+//!   `<unit>: A process of this unit has been killed by the OOM killer.`, `Failed with result 'oom-kill'`;
+//!   earlyoom (rfjakob/earlyoom): before 1.0 `Out of memory! avail: N MiB < min: M MiB` then `Killing
+//!   process N name`, at v1.9.0 `low memory! at or below SIGKILL limits: …` and `sending SIGKILL to
+//!   process N uid U "name": oom_score S, oom_score_adj A, VmRSS R MiB` (`kill.c`, `main.c`).
+//! - macOS (xnu `no_paging_space_action`): `low swap: killing largest compressed process with pid N
+//!   (name) and size M MB` (M: the process's compressed memory, MiB).
+//! - `kubectl describe pod`: a container's `Reason: OOMKilled` with its `Limits:` `memory: 128Mi` below.
+//! - Netty's direct-memory counter (`common/.../PlatformDependent.java`, `incrementMemoryCounter`,
+//!   netty-4.1.128.Final): `OutOfDirectMemoryError: failed to allocate N byte(s) of direct memory
+//!   (used: U, max: M)`, U being the use before the request and M the limit (`io.netty.maxDirectMemory`,
+//!   by default the JVM's `-XX:MaxDirectMemorySize`); shaded copies rename the package.
 //! - MSVC's `std::bad_alloc::what()` is `bad allocation` (LightGBM, CatBoost on Windows).
 //! - DuckDB's buffer manager (`standard_buffer_manager.cpp`): `Out of Memory Error: failed to
-//!   allocate data of size X (Y/Z used)`, Z being `memory_limit`.
+//!   allocate data of size X (Y/Z used)`, Z being `memory_limit`; `SET memory_limit` below what is
+//!   in use: `Failed to change memory limit to %lld: could not free up enough memory for the new
+//!   limit` (`src/storage/buffer/buffer_pool.cpp`, v1.5.5).
 //! - Launchers and runtimes reporting SIGKILL: kubelet's JSON (`"exitCode": 137`, `"reason": "OOM
 //!   Killed"`), `Subprocess return code: 137`, DeepSpeed's `exits with return code = -9`, gunicorn's
 //!   arbiter (`Worker (pid:N) was sent SIGKILL! Perhaps out of memory?`), MPICH's hydra (`BAD
@@ -61,7 +93,59 @@ pub const TRIGGERS: &[&str] = &[
     "sigkill_handler",
     "was sent SIGKILL",
     "BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES",
+    "paging fi",
+    "fichier de pagination est insuffisant",
+    "archivo de paginación es demasiado",
+    "arquivo de paginação é muito pequeno",
+    "Auslagerungsdatei ist zu klein",
+    "file di paging è troppo piccolo",
+    "0x800705AF",
+    "0x800705af",
+    "is killed by signal: Bus error",
+    " killed ",
+    "returned a non-zero code: 137",
+    "killed as a result of limit of",
+    "Failed to change memory limit",
+    "OutOfDirectMemoryError",
+    " OOM encountered, victim process",
+    "killed by the OOM killer",
+    "low memory! at or below",
+    "sending SIGKILL to process",
+    "killing largest compressed process",
 ];
+
+/// The text of ERROR_COMMITMENT_LIMIT (1455) in the languages Windows prints it, each as the
+/// start of the sentence (a paste may cut it, or wrap it). Only the Latin-script ones can start
+/// a block by themselves (the scanner's anchors are ASCII, for its vectorized search); the
+/// others are read where anything else in the paste did (the code, the HRESULT, a traceback). English, Spanish, Portuguese and
+/// Italian as Microsoft's "System Error Codes (1300-1699)" pages give them (the localized
+/// learn.microsoft.com pages, read through the code index); the others as Windows printed
+/// them in public pastes: Chinese (simplified) in babysor/MockingBird#486, szad670401/HyperLPR#49;
+/// Russian in millerscout/Kenshi-Mod-Manager#717; German in a JVM's
+/// `error='Die Auslagerungsdatei ist zu klein, um diesen Vorgang durchzuführen' (DOS
+/// error/errno=1455)`; French, Japanese, Korean, Chinese (traditional) in pastes beside
+/// `(os error 1455)` / `[WinError 1455]`.
+pub const PAGEFILE_TEXTS: &[(&str, &str)] = &[
+    ("en", "paging file is too small"),
+    ("zh-CN", "页面文件太小"),
+    ("zh-TW", "分頁檔太小"),
+    ("ja", "ページング ファイルが小さすぎ"),
+    ("ko", "페이징 파일이 너무 작"),
+    ("de", "Auslagerungsdatei ist zu klein"),
+    ("fr", "fichier de pagination est insuffisant"),
+    ("es", "archivo de paginación es demasiado pequeño"),
+    ("pt", "arquivo de paginação é muito pequeno"),
+    ("it", "file di paging è troppo piccolo"),
+    ("ru", "Файл подкачки слишком мал"),
+];
+
+fn pagefile_pattern() -> String {
+    let texts: Vec<String> = PAGEFILE_TEXTS.iter().map(|(_, t)| regex::escape(t)).collect();
+    format!(
+        r"\[WinError 1455\][^\n]{{0,200}}|\(?\s*os error 1455\s*\)?|\b(?:error|errno)(?:=| )1455\b[^\n]{{0,200}}|\b0x800705[Aa][Ff]\b|(?i:(?:the )?(?:{}))[^\n]{{0,80}}?(?:\s*\(os error 1455\))?",
+        texts.join("|")
+    )
+}
 
 grammar!(
     cpu_alloc,
@@ -79,14 +163,28 @@ grammar!(accelerator_words, r"(?i)\bgpu|\bcuda|\brocm\b|\bhip\b|\btpu\b|gpu_\d|d
 grammar!(ynn_alloc, r"allocate of <\d+> failed\.(?:[\s\S]{0,4000}?YNNPACK operation failed[^\n]*)?");
 grammar!(
     bad_alloc,
-    r"terminate called after throwing an instance of 'std::bad_alloc'(?:\s+what\(\):\s+std::bad_alloc)?|(?:what\(\):|Error:|Exception:|error:)\s*std::bad_alloc\b|\b(?:[\w.]*Error|error|[\w.]*Exception):\s*bad allocation\b"
+    r"terminate called after throwing an instance of 'std::bad_alloc'(?:\s+what\(\):\s+std::bad_alloc)?|(?:what\(\):|Error:|Exception:|error:)\s*std::bad_alloc\b|\b(?:[\w.]*Error|error|[\w.]*Exception):\s*bad allocation\b|\[(?:Fatal|Warning|Error)\][ \t]*bad allocation\b"
 );
 grammar!(
     numpy_alloc,
-    r"(?P<exc>(?:[\w.]+\.)?(?:_ArrayMemoryError|MemoryError)): Unable to allocate (?:(?P<n>\d+(?:\.\d*)?)\s?(?P<u>[KMGTPE]i?B|B|bytes) for (?:an )?)?array with (?:shape|form) \((?P<shape>[\d, ]*)\) and data type (?P<dt>\w+)"
+    r"(?P<exc>(?:[\w.]+\.)?(?:_ArrayMemoryError|MemoryError))(?::[ \t]*|[ \t]*\n[ \t]*)Unable to allocate (?:(?P<n>\d+(?:\.\d*)?)\s?(?P<u>[KMGTPE]i?B|B|bytes) for (?:an )?)?array with (?:shape|form) \((?P<shape>[\d, ]*)\) and data type (?P<dt>\w+)"
 );
+// A title or a line cut right after NumPy's opening words.
+grammar!(numpy_cut, r"(?m)(?P<exc>(?:[\w.]+\.)?(?:_ArrayMemoryError|MemoryError)): Unable to allocate[ \t]*$");
 grammar!(bare_memory_error, r"(?m)^[ \t>]*(?:[\w.]+\.)?MemoryError\b(?:[ \t]*:?[ \t]*$|[ \t]{2,}Traceback \(most recent call last\))");
-grammar!(errno12, r"(?P<exc>\b[\w.]*Error)?:?\s*\[Errno 12\] Cannot allocate memory");
+grammar!(errno12, r"(?P<exc>\b[\w.]*Error)?:?\s*(?:\[Errno 12\] Cannot allocate memory|Cannot allocate memory \(os error 12\))");
+grammar!(memcg_v1_task, r"(?:Task in (?P<task>/\S*) killed|(?P<cg>/\S+) killed) as a result of limit of (?P<lim>/\S+)");
+grammar!(memcg_v1_usage, r"memory: usage (?P<u>\d+)kB, limit (?P<l>\d+)kB, failcnt \d+");
+grammar!(macos_low_swap, r"low swap: killing largest compressed process with pid (?P<pid>\d+) \((?P<name>[^)\n]*)\) and size (?P<mb>\d+) MB");
+grammar!(kubelet_oom_event, r"(?:System |Cgroup )?OOM encountered, victim process: (?P<proc>[^,\n]+), pid: (?P<pid>\d+)");
+grammar!(systemd_unit_oom, r"(?P<unit>[\w@.\\\-]+): (?:A process (?:of this unit )?has been killed by the OOM killer\.?|Failed with result 'oom-kill'\.?)");
+grammar!(
+    earlyoom,
+    r#"Out of memory! avail: (?P<avail>\d+) MiB < min: \d+ MiB(?:\s*Killing process \d+ \S+)?|low memory! at or below SIGKILL limits: mem [\d.]+ ?%, swap [\d.]+ ?%|sending SIG(?:KILL|TERM) to process \d+ uid \d+ "[^"\n]*": oom_score -?\d+, oom_score_adj -?\d+, VmRSS (?P<rss>\d+) MiB"#
+);
+grammar!(k8s_limits_memory, r"Limits:[ \t]*\n(?:[ \t]+[\w.\-/]+:[ \t]*\S+[ \t]*\n){0,4}?[ \t]+memory:[ \t]*(?P<q>\d+(?:Ki|Mi|Gi|Ti|k|M|G)?)\b");
+grammar!(netty_direct, r"(?:[\w.]+\.)?OutOfDirectMemoryError\b(?::\s*failed to allocate (?P<req>\d+) byte\(s\) of direct memory \(used: (?P<used>\d+), max: (?P<max>\d+)\))?");
+grammar!(arrow_alloc, r"(?:malloc|realloc|calloc) of size (?P<n>\d+) failed");
 grammar!(killed_process, r"Killed process (?P<pid>\d+) \((?P<name>[^)]+)\)");
 grammar!(kb_field, r"(?P<k>total-vm|anon-rss|file-rss|shmem-rss):\s*(?P<v>[\d,]+)\s*kB");
 grammar!(
@@ -95,12 +193,12 @@ grammar!(
 );
 grammar!(
     exit137,
-    r#"\b(?:exit(?:ed)?(?: with)?(?: exit)?|returned non-zero exit|status)(?: status)?(?: code)?:? 137\b|(?i:signal 9 \(SIGKILL\))(?: received by PID \d+)?|died with <Signals\.SIGKILL: 9>|killed by signal: Killed|failed \(exitcode: -9\)(?: local_rank: \d+ \(pid: \d+\))?|(?i:exit_?code)"?:\s*137\b|\breturn code(?::| =)? 137\b|\bexits with return code = -9\b|\bWorker \(pid:\d+\) was sent SIGKILL!(?: Perhaps out of memory\?)?|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES[^\n]*\n(?:[^\n]*\n){0,3}?[= ]*EXIT CODE: 9\b"#
+    r#"\b(?:exit(?:ed)?(?: with)?(?: exit)?|returned non-zero exit|status)(?: status)?(?: code)?:? 137\b|(?i:signal 9 \(SIGKILL\))(?: received by PID \d+)?|died with <Signals\.SIGKILL: 9>|killed by signal: Killed|failed \(exitcode: -9\)(?: local_rank: \d+ \(pid: \d+\))?|(?i:exit_?code)"?:\s*137\b|\breturn code(?::| =)? 137\b|\breturned a non-zero code: 137\b|\b(?:executor failed running \[[^\]\n]*\]|did not complete successfully): exit code: 137\b|\bexits with return code = -9\b|\bWorker \(pid:\d+\) was sent SIGKILL!(?: Perhaps out of memory\?)?|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES[^\n]*\n(?:[^\n]*\n){0,3}?[= ]*EXIT CODE: 9\b"#
 );
-grammar!(shell_killed, r"(?m)^[ \t]*(?:[\w/.\-]+: (?:line \d+: )?)?(?:\d+[ \t]+)?(?:Killed|killed)(?::[ \t]*9)?(?:[ \t]+[^\n]{1,2000})?[ \t]*$|(?m)(?:it/s|s/it)\]Killed[ \t]*$");
+grammar!(shell_killed, r"(?m)^[ \t]*(?:[\w/.\-]+: (?:line \d+: )?)?(?:\[\d+\][ \t]*[+-]?[ \t]*)?(?:\d+[ \t]+)?(?:Killed|killed)(?::[ \t]*9)?(?:[ \t]+[^\n]{1,2000})?[ \t]*$|(?m)(?:it/s|s/it)\]Killed[ \t]*$");
 grammar!(
     dev_shm,
-    r"killed by signal: Bus error\.?[^\n]{0,120}?out of shared memory|Unexpected bus error encountered in worker\. This might be caused by insufficient shared memory(?: \(shm\))?\.?|No space left on device[^\n]{0,80}/dev/shm|unable to (?:open|write to) shared memory object|unable to write to file </torch_\w+>:? No space left on device(?: \(28\))?"
+    r"killed by signal: Bus error\.?[^\n]{0,120}?out of shared memory|DataLoader worker \(pid \d+\) is killed by signal: Bus error\b\.?|Unexpected bus error encountered in worker\. This might be caused by insufficient shared memory(?: \(shm\))?\.?|No space left on device[^\n]{0,80}/dev/shm|unable to (?:open|write to) shared memory object|unable to write to file </torch_\w+>:? No space left on device(?: \(28\))?"
 );
 grammar!(
     llvm_oom,
@@ -115,6 +213,7 @@ grammar!(
     duckdb_limit,
     r"Out of Memory Error:\s*(?:failed to allocate data of size|could not allocate block of(?: size)?) (?P<req>{SZ})(?: \((?P<used>{SZ})/(?P<lim>{SZ}) used\))?"
 );
+grammar!(duckdb_set_limit, r"Out of Memory Error: Failed to change memory limit to (?P<lim>\d+): could not free up enough memory for the new limit");
 grammar!(duckdb_in_memory, r"launched in in-memory mode and no temporary directory is specified");
 grammar!(oomkilled_false, r#"\bOOMKilled"?:\s*false\b"#);
 grammar!(enospc, r"No space left on device");
@@ -124,17 +223,14 @@ grammar!(shm_context, r"/dev/shm|\bSemLock\b|multiprocessing/synchronize\.py|</t
 // Windows ERROR_COMMITMENT_LIMIT (1455): the commit charge (RAM + page file) is used up; Windows
 // prints its text in the system's language, so the number is what is read ("[WinError 1455]",
 // Rust's "(os error 1455)"), or the English text alone.
-grammar!(
-    pagefile,
-    r"\[WinError 1455\][^\n]{0,200}|\(?\s*os error 1455\s*\)?|\b(?:error|errno)(?:=| )1455\b[^\n]{0,200}|\b0x800705[Aa][Ff]\b|(?i:the paging file is too small for this operation to complete)\.?(?:\s*\(os error 1455\))?"
-);
+grammar!(pagefile, &pagefile_pattern());
 // Where the failed commit says how much it asked for: the JVM's `Native memory allocation
 // (mmap) failed to map 268435456 bytes`, `(malloc) failed to allocate N bytes`.
 grammar!(commit_size, r"failed to (?:map|allocate) (?P<n>\d+) bytes");
 
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     allocators(t, hits);
-    if has(t, "1455") || has(t, "paging file") || has(t, "800705") {
+    if has(t, "1455") || has(t, "800705") || has(t, "aging file") || has(t, "AGING FILE") || PAGEFILE_TEXTS[1..].iter().any(|(_, w)| has(t, w)) {
         for m in pagefile().find_iter(t) {
             if prose_line(t, m.start()) {
                 continue;
@@ -229,7 +325,7 @@ fn allocators(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
-    if has(t, "[Errno 12]") {
+    if has(t, "[Errno 12]") || has(t, "(os error 12)") {
         // ENOMEM from a system call (fork, mmap, ...). A process line repeats it per worker: one finding.
         for c in errno12().captures_iter(t) {
             let m = c.get(0).unwrap();
@@ -240,6 +336,43 @@ fn allocators(t: &str, hits: &mut Vec<Hit>) {
             let ctx = super::window_before(t, ls, 400);
             if ctx.contains("fork()") || ctx.contains("_launch") || ctx.contains("Popen") {
                 h.detail("syscall", "fork");
+            }
+            hits.push(h);
+        }
+    }
+    if has(t, "OutOfDirectMemoryError") {
+        for c in netty_direct().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("generic.host-oom", m.start(), m.end());
+            h.priority = 15;
+            h.detail("allocator", "netty direct memory");
+            for (g, k) in [("req", SizeKey::Requested), ("used", SizeKey::Used), ("max", SizeKey::Limit)] {
+                if let Some(v) = c.name(g).and_then(|v| v.as_str().parse::<u64>().ok()) {
+                    h.bytes(k, v, v.to_string());
+                }
+            }
+            hits.push(h);
+        }
+    }
+    // Arrow's pool states the request; one no memory could hold (a corrupt length) is a note.
+    if has(t, "ArrowMemoryError") {
+        for c in arrow_alloc().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let ls = t[..m.start()].rfind('\n').map_or(0, |i| i + 1);
+            if !t[ls..m.start()].contains("ArrowMemoryError") {
+                continue;
+            }
+            let mut h = host_hit("generic.host-oom", ls + (t[ls..m.start()].len() - t[ls..m.start()].trim_start().len()), m.end());
+            h.priority = 25;
+            h.detail("allocator", "arrow");
+            if let Ok(n) = c["n"].parse::<u64>() {
+                let p = oomdoc_units::PrintedSize { bytes: n, text: format!("{n}"), exact: true };
+                match crate::sizes::plausible(&p) {
+                    None => {
+                        h.bytes(SizeKey::Requested, n, format!("{n}"));
+                    }
+                    Some(note) => h.size_notes.push(format!("{note} (requested)")),
+                }
             }
             hits.push(h);
         }
@@ -285,6 +418,13 @@ fn python(t: &str, hits: &mut Vec<Hit>) {
         h.detail("exception", &c["exc"]);
         hits.push(h);
     }
+    for c in numpy_cut().captures_iter(t) {
+        let m = c.get(0).unwrap();
+        let mut h = host_hit("host.python-memoryerror", m.start(), m.end());
+        h.priority = 12;
+        h.detail("exception", &c["exc"]);
+        hits.push(h);
+    }
     for m in bare_memory_error().find_iter(t) {
         let mut h = host_hit("host.python-memoryerror", m.start(), m.end());
         h.priority = 35;
@@ -296,6 +436,16 @@ fn python(t: &str, hits: &mut Vec<Hit>) {
 fn duckdb(t: &str, hits: &mut Vec<Hit>) {
     if !has(t, "Out of Memory Error") {
         return;
+    }
+    for c in duckdb_set_limit().captures_iter(t) {
+        let m = c.get(0).unwrap();
+        let mut h = host_hit("host.duckdb-memory-limit", m.start(), m.end());
+        h.priority = 10;
+        if let Ok(n) = c["lim"].parse::<u64>() {
+            h.bytes(SizeKey::Limit, n, format!("{n}"));
+        }
+        h.detail("operation", "SET memory_limit");
+        hits.push(h);
     }
     for c in duckdb_limit().captures_iter(t) {
         let m = c.get(0).unwrap();
@@ -351,9 +501,34 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
+    // cgroup v1: the task line names the cgroup whose limit was hit; the usage line after it
+    // states that cgroup's usage and limit.
+    if has(t, "as a result of limit of") {
+        for c in memcg_v1_task().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("host.oom-killer", m.start(), m.end());
+            h.priority = 28;
+            // A long task line may have been joined with the usage line (a terminal wrap is
+            // assumed): the cgroup name then runs into "memory:", and the usage is searched
+            // from the line's start.
+            h.detail("killer", "memory cgroup (v1)").detail("cgroup", c["lim"].trim_end_matches("memory:"));
+            if let Some(u) = memcg_v1_usage().captures(super::window(t, m.start(), 800)) {
+                for (g, k) in [("u", SizeKey::Used), ("l", SizeKey::Limit)] {
+                    if let Ok(kib) = u[g].parse::<u64>() {
+                        h.bytes(k, kib.saturating_mul(1024), format!("{kib}kB"));
+                    }
+                }
+                h.end = h.end.max(m.start() + u.get(0).unwrap().end());
+            }
+            hits.push(h);
+        }
+    }
     if has(t, "illed") {
         for m in shell_killed().find_iter(t) {
-            if prose_line(t, m.start()) {
+            // `Killed` glued to a progress bar (a terminal wrap joined the lines): what stands
+            // before the bar on that joined line is another line's text, not the kill's.
+            let after_bar = m.as_str().starts_with("it/s]") || m.as_str().starts_with("s/it]");
+            if !after_bar && prose_line(t, m.start()) {
                 continue;
             }
             let mut h = host_hit("host.oom-killer", m.start(), m.end());
@@ -393,6 +568,54 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
+    if has(t, "killing largest compressed process") {
+        for c in macos_low_swap().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("host.oom-killer", m.start(), m.end());
+            h.priority = 25;
+            h.detail("killer", "macOS (out of compressor/swap space)");
+            h.culprit.op = Some(format!("{} (pid {})", &c["name"], &c["pid"]));
+            if let Ok(mb) = c["mb"].parse::<u64>() {
+                h.detail("compressed_size_bytes", mb << 20);
+            }
+            hits.push(h);
+        }
+    }
+    if has(t, "OOM encountered, victim process") {
+        for c in kubelet_oom_event().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("host.oom-killer", m.start(), m.end());
+            h.priority = 28;
+            h.detail("killer", "kernel (kubelet's OOM watcher)");
+            h.culprit.op = Some(format!("{} (pid {})", c["proc"].trim(), &c["pid"]));
+            hits.push(h);
+        }
+    }
+    if has(t, "killed by the OOM killer") || has(t, "'oom-kill'") {
+        for c in systemd_unit_oom().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("host.oom-killer", m.start(), m.end());
+            h.priority = 30;
+            h.detail("killer", "kernel (reported by systemd for the unit)");
+            h.culprit.op = Some(c["unit"].to_string());
+            hits.push(h);
+        }
+    }
+    if has(t, "Out of memory! avail") || has(t, "low memory! at or below") || has(t, "to process") {
+        for c in earlyoom().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("host.oom-killer", m.start(), m.end());
+            h.priority = 25;
+            h.detail("killer", "earlyoom");
+            if let Some(a) = c.name("avail").and_then(|v| v.as_str().parse::<u64>().ok()) {
+                h.bytes(SizeKey::Free, a << 20, format!("{a} MiB"));
+            }
+            if let Some(r) = c.name("rss").and_then(|v| v.as_str().parse::<u64>().ok()) {
+                h.bytes(SizeKey::Used, r << 20, format!("{r} MiB"));
+            }
+            hits.push(h);
+        }
+    }
     for m in oom_kill_event().find_iter(t) {
         // The bare word in someone's sentence ("not related to OOMKilled") is a mention; the
         // kernel's and slurmstepd's lines address the user themselves ("your processes").
@@ -406,6 +629,14 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
         }
         let mut h = host_hit("host.oom-killer", m.start(), m.end());
         h.priority = 30;
+        // `kubectl describe`: the container's memory limit is listed below its last state.
+        if m.as_str() == "OOMKilled" {
+            if let Some(c) = k8s_limits_memory().captures(super::window(t, m.end(), 600)) {
+                if let Some(b) = super::cluster::k8s_bytes(&c["q"]) {
+                    h.bytes(SizeKey::Limit, b, c["q"].to_string());
+                }
+            }
+        }
         hits.push(h);
     }
     if t.contains("137") || t.contains("SIGKILL") || t.contains("IGKILL") || t.contains("signal: Killed") || t.contains("exitcode: -9") || t.contains("code = -9") || t.contains("EXIT CODE: 9") {
