@@ -504,6 +504,7 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("held_outside_allocator", "PyTorch: device memory in use beyond what PyTorch's allocator holds is >= the request and >= a fifth of the device, and the message has no per-process lines to say whose it is"),
     ("implausible_free", "the message reports more free memory than the device's total capacity: the driver's memory query is wrong (a runtime and kernel driver that do not match), so its figures say nothing about a shortage"),
     ("implausible_request", "one request is 1 PiB or more (or the message says more than 1 EB): larger than any device or host, so the size itself is wrong (corrupt data, an overflowed or uninitialised shape)"),
+    ("worker_processes", "the log shows data-loading worker processes (a DataLoader worker killed or exited, num_workers): fewer workers is a change this job can make"),
     ("evaluation_phase", "the log shows the failure in an evaluation or validation step (evaluate, validation, model.eval()), where autograd graphs kept by a loop without no_grad are a program bug"),
     ("cublas_cuda_check_wording", "cuBLAS: the status is worded `CUDA error: CUBLAS_STATUS_…` (PyTorch's and ggml's CUDA checks), not TensorFlow's `failed to create cublas handle`"),
     ("engine_budgets", "the log shows a serving engine that sizes its memory by its own budgets (vLLM, SGLang): max model length, concurrent sequences, memory fraction"),

@@ -41,6 +41,10 @@ impl Facts {
     }
 }
 
+// PyTorch's DataLoader names its workers when one dies (`DataLoader worker (pid N) is killed by
+// signal`, `DataLoader worker (pid(s) N) exited unexpectedly`, torch/utils/data/_utils/signal_handling.py
+// and dataloader.py); configs and commands name `num_workers`.
+crate::grammar!(worker_processes, r"(?i)DataLoader worker|_MultiProcessingDataLoaderIter|\bnum_workers\b|\bworkers?\b[^\n]{0,40}(?:killed|exited unexpectedly)");
 crate::grammar!(more_than_an_exabyte, r"(?i)\bmore than 1\s?Ei?B\b");
 
 fn pct(num: u64, den: u64) -> String {
@@ -186,6 +190,9 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str) -> Fact
     }
     if context::shows_evaluation(block) {
         x.set("evaluation_phase");
+    }
+    if worker_processes().is_match(block) {
+        x.set("worker_processes");
     }
     // No device or host has a pebibyte: a request that large is a wrong size (corrupt data,
     // an overflowed or uninitialised shape), not a shortage. Allocators that cannot print a
