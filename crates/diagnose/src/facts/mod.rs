@@ -46,6 +46,9 @@ impl Facts {
 // and dataloader.py); configs and commands name `num_workers`.
 crate::grammar!(worker_processes, r"(?i)DataLoader worker|_MultiProcessingDataLoaderIter|\bnum_workers\b|\bworkers?\b[^\n]{0,40}(?:killed|exited unexpectedly)");
 crate::grammar!(more_than_an_exabyte, r"(?i)\bmore than 1\s?Ei?B\b");
+// A byte count of 16 digits or more stated anywhere in the block (`Unable to allocate
+// 8446744063349813240 bytes`), where the message's own grammar read no size.
+crate::grammar!(long_byte_count, r"(?i)\b(\d{16,})\s*bytes\b");
 
 fn pct(num: u64, den: u64) -> String {
     format!("{:.1}", num as f64 * 100.0 / den as f64)
@@ -198,7 +201,8 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str) -> Fact
     // an overflowed or uninitialised shape), not a shortage. Allocators that cannot print a
     // size that large say "more than 1EB".
     const PIB: u64 = 1 << 50;
-    if s.requested.or(s.used).is_some_and(|b| b >= PIB) || more_than_an_exabyte().is_match(block) {
+    let stated_bytes_over_pib = || long_byte_count().captures_iter(block).any(|c| c[1].parse::<u128>().map_or(true, |b| b >= PIB as u128));
+    if s.requested.or(s.used).is_some_and(|b| b >= PIB) || more_than_an_exabyte().is_match(block) || stated_bytes_over_pib() {
         x.set("implausible_request");
     }
     // Free memory comes from the driver (`cudaMemGetInfo` / `hipMemGetInfo`); more free
