@@ -370,8 +370,14 @@ pub fn rank(fixes: &mut Vec<FixOut>, entry: &Entry, evidence: &Evidence, how: Ra
         for (slot, fx) in fixes.iter_mut().zip(firsts.into_iter().chain(rest).chain(later)) {
             *slot = fx;
         }
-        // A family-level fix fills a gap in the entry's advice; it does not lead it.
-        if fixes.first().is_some_and(|fx| fx.from_family.is_some()) {
+        // A family-level fix fills a gap in the entry's advice; it does not lead it, unless
+        // the entry's own threads put its kind of change first (at least two, more than any
+        // other kind).
+        let own_threads_lead = |c: oomdoc_kb::FixCategory| {
+            let n = evidence.entry.count(c.as_str());
+            n >= 2 && evidence.entry.categories.iter().all(|(k, o)| k == c.as_str() || o.count < n)
+        };
+        if fixes.first().is_some_and(|fx| fx.from_family.is_some() && !own_threads_lead(fx.category)) {
             if let Some(own) = fixes.iter().position(|fx| fx.from_family.is_none()) {
                 let fx = fixes.remove(own);
                 fixes.insert(0, fx);
