@@ -526,6 +526,8 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("tensorflow_api_ok", "TensorFlow APIs fit the job: the log shows TensorFlow, or no other framework"),
     ("directml", "the job runs on DirectML (torch-directml, tensorflow-directml)"),
     ("alloc_conf_set", "the log shows PYTORCH_*_ALLOC_CONF set by the user (not PyTorch's own hint)"),
+    ("framework_unknown", "the log shows no framework or engine (no traceback path, import, printed version or engine line names one)"),
+    ("framework_onnxruntime", "the log comes from ONNX Runtime"),
     ("framework_tgi", "the log comes from Text Generation Inference"),
     ("framework_sglang", "the log comes from SGLang"),
     ("framework_ollama", "the log comes from Ollama"),

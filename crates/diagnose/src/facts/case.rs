@@ -58,11 +58,11 @@ impl Case {
         let any = |names: &[&str]| names.iter().any(|n| self.has(n));
         match api {
             // JAX's own APIs need a JAX program; Pallas kernels also run under PyTorch/XLA.
-            "jax" => self.has("jax") || !any(&["torch_xla", "tensorflow", "mesh_tf", "pytorch", "directml", "paddle"]),
+            "jax" => self.has("jax") || !any(&["torch_xla", "tensorflow", "mesh_tf", "pytorch", "directml", "paddle", "onnxruntime"]),
             "pallas" => any(&["jax", "torch_xla"]) || !any(&["tensorflow", "mesh_tf", "pytorch", "directml"]),
             "pytorch" => any(&["pytorch", "torch_xla", "vllm", "sglang", "tgi", "diffusers", "comfyui", "deepspeed"])
                 || !any(&["jax", "tensorflow", "mesh_tf", "paddle"]),
-            "tensorflow" => any(&["tensorflow", "mesh_tf"]) || !any(&["jax", "pytorch", "torch_xla"]),
+            "tensorflow" => any(&["tensorflow", "mesh_tf"]) || !any(&["jax", "pytorch", "torch_xla", "onnxruntime", "paddle"]),
             // TF's GPU allocator settings do nothing under DirectML.
             "tensorflow_gpu" => self.allows_api("tensorflow") && !self.has("directml"),
             _ => true,
@@ -81,6 +81,9 @@ grammar!(fw_diffusers, r"\bdiffusers\b|StableDiffusion\w*Pipeline|UNet2DConditio
 grammar!(fw_mesh_tf, r"mesh_tensorflow|\bmtf\.");
 grammar!(fw_directml, r"(?i)torch_directml|directml|\bdml\b");
 grammar!(fw_deepspeed, r"\bdeepspeed\b|DeepSpeed");
+// ONNX Runtime names itself in its errors' source paths (`onnxruntime/core/...`), its Python
+// package and its execution providers.
+grammar!(fw_onnxruntime, r"(?i)\bonnxruntime\b|onnxruntime/|\bCUDAExecutionProvider\b|\bTensorrtExecutionProvider\b|\bInferenceSession\b");
 grammar!(fw_paddle, r"\bpaddle\b|paddlepaddle|Paddle(?:Tensor|Error)");
 grammar!(fw_data, r"/pandas/|\bpandas\.|\bpd\.read_|\bpolars\b|/dask/|\bdask\.|\bpyarrow\b|/datasets/arrow|\bsklearn\b|/scikit-learn/");
 // Strong JAX evidence: its traceback frames and exceptions, not op names like `jit(`.
@@ -117,7 +120,7 @@ pub fn frameworks(t: &str) -> Vec<&'static str> {
     // A PyTorch/XLA or Mesh-TF trace names JAX-like op paths (`jit(`): there only a JAX
     // traceback or import counts as JAX.
     let jax = has("jax") && (jax_strong().is_match(t) || !(has("torch_xla") || fw_mesh_tf().is_match(t)));
-    let checks: [(&'static str, bool); 16] = [
+    let checks: [(&'static str, bool); 17] = [
         ("tgi", fw_tgi().is_match(t)),
         ("sglang", fw_sglang().is_match(t)),
         ("vllm", has("vllm") || fw_vllm().is_match(t)),
@@ -132,6 +135,7 @@ pub fn frameworks(t: &str) -> Vec<&'static str> {
         ("tensorflow", has("tensorflow")),
         ("directml", fw_directml().is_match(t)),
         ("paddle", fw_paddle().is_match(t)),
+        ("onnxruntime", fw_onnxruntime().is_match(t)),
         ("pytorch", has("pytorch")),
         ("data", fw_data().is_match(t)),
     ];

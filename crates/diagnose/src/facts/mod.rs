@@ -246,6 +246,10 @@ fn case_conditions(case: &case::Case, x: &mut Facts) {
     for fw in &case.frameworks {
         x.set(&format!("framework_{}", fw.replace('.', "_")));
     }
+    // No framework or engine in the log: a fix that names one framework's API is a guess.
+    if case.frameworks.is_empty() {
+        x.set("framework_unknown");
+    }
     match case.workload.as_deref() {
         Some("training") => x.set("training"),
         Some("serving") => {
