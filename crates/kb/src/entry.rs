@@ -488,6 +488,7 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("space_vmem", "the failing memory space is VMEM"),
     ("program_load", "the failure happened loading a program (E0101)"),
     ("rocm", "the device is AMD (HIP/ROCm)"),
+    ("tpu", "the device is a TPU (the message or the log around it names one)"),
     ("limit_is_default", "the reported limit equals a known default (16 MiB / 32 MiB scoped VMEM)"),
     ("block_size_limit", "one allocation exceeds a per-allocation maximum of the platform (Metal maxBufferLength, IPEX's 4 GB block), however much memory is free"),
     ("request_fits_after_fix", "the computed fix (e.g. vmem_limit_bytes) stays within the chip's physical capacity"),

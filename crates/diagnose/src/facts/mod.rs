@@ -219,6 +219,9 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str) -> Fact
     if f.platform == Platform::Rocm {
         x.set("rocm");
     }
+    if f.platform == Platform::Tpu {
+        x.set("tpu");
+    }
     if f.severity == oomdoc_kb::Severity::Warning {
         x.set("warning_only");
     }
