@@ -444,3 +444,49 @@ fn a_vmem_failure_without_sizes_still_offers_a_higher_limit() {
     let f = first("ValueError: Ran out of memory in memory space vmem while allocating on stack for %quantized_matmul_int8\n");
     assert!(fix_ids(&f).iter().take(3).any(|id| *id == "raise-vmem-limit-unsized"), "{} {:?}", f.id, fix_ids(&f));
 }
+
+/// https://github.com/dbolya/yolact/issues/680 — fixed by `num_workers=0`: the log names a
+/// DataLoader worker, so fewer workers is the first fix.
+/// https://github.com/hackingthemarkets/tradekit/issues/2 — a `pip install` killed in Docker's
+/// VM (fixed by giving Docker more memory): no worker in the log, no DataLoader advice.
+#[test]
+fn fewer_workers_only_where_the_log_shows_workers() {
+    let f = first("RuntimeError: DataLoader worker (pid 1620) is killed by signal: Killed.");
+    assert_eq!(fix_ids(&f).first(), Some(&"fewer-workers"), "{:?}", fix_ids(&f));
+    let f = first("Collecting torch\n  Downloading torch-1.7.1-cp38-cp38-manylinux1_x86_64.whl (776.8 MB)\nKilled\nERROR: Service 'web' failed to build : The command '/bin/sh -c pip3 install -r requirements.txt' returned a non-zero code: 137");
+    assert!(!fix_ids(&f).contains(&"fewer-workers"), "{:?}", fix_ids(&f));
+    assert_eq!(categories(&f).first(), Some(&"raise-limit"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/ml-explore/mlx/issues/566 — an int32 element count overflowed: no
+/// machine has 8446744063349813240 bytes, so the size is the bug, not the memory.
+#[test]
+fn an_impossible_host_request_points_to_the_size() {
+    let f = first("malloc error \"Unable to allocate\" 8446744063349813240 bytes");
+    assert_eq!(categories(&f).first(), Some(&"fix-code-or-data"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/tensorflow/tensorflow/issues/39989 — fixed by TF memory growth. The
+/// line alone names no framework: no JAX-only or TF-only fix leads, the neutral one names each.
+#[test]
+fn an_unknown_framework_gets_the_framework_neutral_allocator_fix() {
+    let f = first("Could not create cudnn handle: CUDNN_STATUS_ALLOC_FAILED");
+    assert!(f.case.frameworks.is_empty());
+    assert_eq!(fix_ids(&f).first(), Some(&"on-demand-allocation"), "{:?}", fix_ids(&f));
+    assert!(!fix_ids(&f).contains(&"lower-fraction") && !fix_ids(&f).contains(&"tf-memory-growth"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/hacksider/Deep-Live-Cam/issues/645 — ONNX Runtime's cuBLAS handle
+/// failure: TensorFlow's and JAX's allocator settings do not apply to it.
+#[test]
+fn onnx_runtime_gets_no_tensorflow_or_jax_settings() {
+    let r = diagnose_text("`onnxruntime.capi.onnxruntime_pybind11_state.RuntimeException: [ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Non-zero status code returned while running Gemm node. Name:'fc1' Status Message: D:\\a\\_work\\1\\s\\onnxruntime\\core\\providers\\cuda\\cuda_call.cc:121 onnxruntime::CudaCall D:\\a\\_work\\1\\s\\onnxruntime\\core\\providers\\cuda\\cuda_call.cc:114 onnxruntime::CudaCall CUBLAS failure 3: CUBLAS_STATUS_ALLOC_FAILED ; GPU=0 ; hostname=TOBI ; file=D:\\a\\_work\\1\\s\\onnxruntime\\core\\providers\\cuda\\cuda_execution_provider.cc ; line=168 ; expr=cublasCreate(&cublas_handle_);`", &Options::default());
+    assert!(!r.findings.is_empty());
+    for f in &r.findings {
+        assert!(f.case.has("onnxruntime"), "{:?}", f.case);
+        for fx in &f.fixes {
+            let code = fx.code.as_deref().unwrap_or("");
+            assert!(!code.contains("set_memory_growth") && !code.contains("XLA_PYTHON_CLIENT"), "{}: {code}", fx.id);
+        }
+    }
+}
