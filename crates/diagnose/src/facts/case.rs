@@ -75,7 +75,9 @@ grammar!(fw_sglang, r"\bsglang\b|mem[_-]fraction[_-]static");
 grammar!(fw_llama_cpp, r"llama_model_load|llama_new_context|llama_init_from|ggml_backend|ggml_cuda|ggml-cuda|llama\.cpp|llama-server|\bllama_cpp\b|\bkoboldcpp\b");
 // vLLM's own environment variables (`VLLM_*`) and its sleep-mode allocator source also name it.
 grammar!(fw_vllm, r"(?i)\bvllm\b|\bVLLM_[A-Z0-9_]+|cumem_allocator");
-grammar!(fw_ollama, r"\bollama\b");
+// Ollama's runner logs name its own Go sources: `llama.go:292:` (ollama/llm/llama.go, 0.1.x),
+// `source=server.go:…` / `source=sched.go:…` (its slog lines).
+grammar!(fw_ollama, r"(?i)\bollama\b|\bllama\.go:\d+|\bsource=(?:server|sched|gpu|routes|llama|memory|amd_linux|amd_windows)\.go:\d+");
 grammar!(fw_comfyui, r"ComfyUI|comfy[/\\.]|comfy_extras|KSampler");
 grammar!(fw_diffusers, r"\bdiffusers\b|StableDiffusion\w*Pipeline|UNet2DConditionModel");
 grammar!(fw_mesh_tf, r"mesh_tensorflow|\bmtf\.");
