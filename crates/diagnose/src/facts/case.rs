@@ -86,7 +86,12 @@ grammar!(fw_deepspeed, r"\bdeepspeed\b|DeepSpeed");
 // ONNX Runtime names itself in its errors' source paths (`onnxruntime/core/...`), its Python
 // package and its execution providers.
 grammar!(fw_onnxruntime, r"(?i)\bonnxruntime\b|onnxruntime/|\bCUDAExecutionProvider\b|\bTensorrtExecutionProvider\b|\bInferenceSession\b");
-grammar!(fw_paddle, r"\bpaddle\b|paddlepaddle|Paddle(?:Tensor|Error)");
+// Paddle's allocator wording (paddle/fluid/memory/allocation: "Out of memory error on GPU %d.
+// Cannot allocate %s memory on GPU %d, ...") names it where no path does.
+grammar!(fw_paddle, r"\bpaddle\b|paddlepaddle|Paddle(?:Tensor|Error)|Out of memory error on (?:GPU|NPU|XPU|MLU) \d+\. Cannot allocate");
+// TensorFlow named by itself (paths, imports, Keras), not by the exception class name
+// `ResourceExhaustedError`, which Paddle raises too.
+grammar!(tf_strong, r"tensorflow|\bkeras|\btf\.");
 grammar!(fw_data, r"/pandas/|\bpandas\.|\bpd\.read_|\bpolars\b|/dask/|\bdask\.|\bpyarrow\b|/datasets/arrow|\bsklearn\b|/scikit-learn/");
 // Strong JAX evidence: its traceback frames and exceptions, not op names like `jit(`.
 grammar!(jax_strong, r"jax/_src|jaxlib|jax\.errors|JaxRuntimeError|\bimport jax\b|\bjax\.(?:jit|numpy|random|lax|device_put|sharding)");
@@ -134,7 +139,7 @@ pub fn frameworks(t: &str) -> Vec<&'static str> {
         ("mesh_tf", fw_mesh_tf().is_match(t)),
         ("torch_xla", has("torch_xla")),
         ("jax", jax),
-        ("tensorflow", has("tensorflow")),
+        ("tensorflow", has("tensorflow") && (tf_strong().is_match(t) || !fw_paddle().is_match(t))),
         ("directml", fw_directml().is_match(t)),
         ("paddle", fw_paddle().is_match(t)),
         ("onnxruntime", fw_onnxruntime().is_match(t)),
