@@ -186,6 +186,29 @@ struct Pending {
     finding: Finding,
     flags: BTreeSet<&'static str>,
     block_text: String,
+    /// The source files that the block's glog-style line prefixes name
+    /// (`E tensorflow/stream_executor/cuda/cuda_dnn.cc:328]`), which cleaning strips from
+    /// the text: they name the framework that logged the failure.
+    log_sources: String,
+}
+
+// A glog-style prefix's source file (`tensorflow/core/common_runtime/bfc_allocator.cc:275]`).
+// Vendored copies (`external/org_tensorflow/...`, as jaxlib builds XLA) name the builder's
+// dependency, not the framework, and are left out.
+crate::grammar!(log_source, r"(?:^|\s)((?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_.-]+\.(?:cc|cpp|cu|h)):\d+\]");
+
+fn log_sources(lines: &[(u64, Vec<u8>)]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for (_, l) in lines.iter().take(4000) {
+        let head = String::from_utf8_lossy(&l[..l.len().min(300)]);
+        if let Some(c) = log_source().captures(&head) {
+            let path = c[1].to_string();
+            if !path.contains("external/") && !out.contains(&path) {
+                out.push(path);
+            }
+        }
+    }
+    out.join("\n")
 }
 
 #[derive(Default)]
@@ -211,6 +234,7 @@ impl Collector {
         }
         let flat = normalize::flatten(&lines);
         let times = multi::BlockTimes::of(&raw.lines);
+        let sources = log_sources(&raw.lines);
         for hit in recognize::recognize_all(&flat) {
             let copies = 1 + repeated_copies(&raw.repeats, &flat, &hit);
             // A failure seen before is counted, not built again (a flood of one message).
@@ -230,7 +254,7 @@ impl Collector {
                 // Keep the text around the message for framework and training cues.
                 let lo = flat.text[..hit.start].char_indices().rev().nth(3000).map_or(0, |(i, _)| i);
                 let hi = recognize::window(&flat.text, hit.start, 6000).len() + hit.start;
-                self.pending.push(Pending { finding, flags: hit.flags.clone(), block_text: flat.text[lo..hi].to_string() });
+                self.pending.push(Pending { finding, flags: hit.flags.clone(), block_text: flat.text[lo..hi].to_string(), log_sources: sources.clone() });
             } else if fatal {
                 self.truncated.errors += copies;
             } else {
@@ -265,10 +289,9 @@ impl Collector {
                     snapshot::attach(f, snap);
                 }
                 // The case reads the block and the settings lines kept for the whole log.
-                f.case = if settings.is_empty() {
-                    facts::case::read(f, &p.block_text, head_versions)
-                } else {
-                    facts::case::read(f, &format!("{settings}\n{}", p.block_text), head_versions)
+                f.case = match (settings.is_empty(), p.log_sources.is_empty()) {
+                    (true, true) => facts::case::read(f, &p.block_text, head_versions),
+                    _ => facts::case::read(f, &format!("{settings}\n{}\n{}", p.log_sources, p.block_text), head_versions),
                 };
                 let mut facts: Facts = facts::compute(f, &p.flags, &p.block_text);
                 if let Some(l) = &opts.facts {

@@ -136,7 +136,7 @@ pub fn evidence_finding(
     }
     let finding = build(&hit, &flat);
     let mut collector = Collector::default();
-    collector.pending.push(Pending { finding, flags: hit.flags.clone(), block_text: flat.text.clone() });
+    collector.pending.push(Pending { finding, flags: hit.flags.clone(), block_text: flat.text.clone(), log_sources: String::new() });
     let mut report = collector.finish(&crate::scan::LogContext::default(), opts, &Default::default());
     let mut f = report.findings.remove(0);
     f.line = 0;

@@ -490,3 +490,14 @@ fn onnx_runtime_gets_no_tensorflow_or_jax_settings() {
         }
     }
 }
+
+/// https://github.com/tony-framework/TonY/pull/486 — fixed by turning on TF memory growth.
+/// The glog prefix that names TensorFlow's source is stripped from the message, but it still
+/// says which framework logged it: TF's fix, not JAX's.
+#[test]
+fn a_glog_source_path_names_the_framework() {
+    let f = first("2020-11-25 09:06:12.391615: E tensorflow/stream_executor/cuda/cuda_dnn.cc:328] Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR");
+    assert!(f.case.has("tensorflow"), "{:?}", f.case);
+    assert_eq!(fix_ids(&f).first(), Some(&"tf-memory-growth"), "{:?}", fix_ids(&f));
+    assert!(!fix_ids(&f).contains(&"lower-fraction"), "{:?}", fix_ids(&f));
+}
