@@ -14,6 +14,9 @@ grammar!(api_pallas, r"\bpltpu\.|\bpl\.|pallas");
 grammar!(api_pytorch, r"\btorch\.|\bimport torch\b|PYTORCH_\w*ALLOC_CONF|\bDataLoader\(");
 grammar!(api_tf_gpu, r"set_memory_growth|TF_FORCE_GPU_ALLOW_GROWTH|TF_GPU_ALLOCATOR|per_process_gpu_memory_fraction|allow_growth|set_(?:virtual|logical)_device_configuration");
 grammar!(api_tf, r"\btf\.|\bimport tensorflow\b|\bkeras\.");
+// JAX's GPU client settings (jax docs/gpu_memory_allocation.rst): they size the GPU pool and
+// do nothing on a TPU.
+grammar!(gpu_client_env, r"XLA_PYTHON_CLIENT_(?:MEM_FRACTION|PREALLOCATE|ALLOCATOR)|XLA_CLIENT_MEM_FRACTION");
 grammar!(linux_only, r"\bdmesg\b|\bjournalctl\b|/proc/|/sys/fs/cgroup");
 grammar!(training_only, r"\.backward\(|optimizer\.step|zero_grad|accum_steps|gradient_accumulation|gradient_checkpointing|\bcheckpoint\(|jax\.checkpoint|train_step");
 
@@ -156,7 +159,8 @@ fn gated_fixes(entry: &Entry, facts: &Facts, case: &Case, lang: Lang, family: Op
             let detail = fx.detail.as_ref().and_then(|d| fill_text(d, lang, facts));
             let code = fx.code.as_deref().and_then(|c| fill(c, facts)).or_else(|| fx.code_fallback.as_deref().and_then(|c| fill(c, facts)));
             let raw_code = [fx.code.as_deref(), fx.code_fallback.as_deref()].into_iter().flatten().collect::<Vec<_>>().join("\n");
-            if !fits_case(&raw_code, case) || !moves_stated_settings(code.as_deref().unwrap_or(&raw_code), fx.category, case, facts) {
+            let gpu_only_on_tpu = facts.conditions.contains("tpu") && gpu_client_env().is_match(&raw_code);
+            if gpu_only_on_tpu || !fits_case(&raw_code, case) || !moves_stated_settings(code.as_deref().unwrap_or(&raw_code), fx.category, case, facts) {
                 return None;
             }
             // `fewer-stages-plain` is the number-free fallback of `fewer-stages`: skip it when
@@ -370,8 +374,14 @@ pub fn rank(fixes: &mut Vec<FixOut>, entry: &Entry, evidence: &Evidence, how: Ra
         for (slot, fx) in fixes.iter_mut().zip(firsts.into_iter().chain(rest).chain(later)) {
             *slot = fx;
         }
-        // A family-level fix fills a gap in the entry's advice; it does not lead it.
-        if fixes.first().is_some_and(|fx| fx.from_family.is_some()) {
+        // A family-level fix fills a gap in the entry's advice; it does not lead it, unless
+        // the entry's own threads put its kind of change first (at least two, more than any
+        // other kind).
+        let own_threads_lead = |c: oomdoc_kb::FixCategory| {
+            let n = evidence.entry.count(c.as_str());
+            n >= 2 && evidence.entry.categories.iter().all(|(k, o)| k == c.as_str() || o.count < n)
+        };
+        if fixes.first().is_some_and(|fx| fx.from_family.is_some() && !own_threads_lead(fx.category)) {
             if let Some(own) = fixes.iter().position(|fx| fx.from_family.is_none()) {
                 let fx = fixes.remove(own);
                 fixes.insert(0, fx);

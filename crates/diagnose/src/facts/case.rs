@@ -58,11 +58,11 @@ impl Case {
         let any = |names: &[&str]| names.iter().any(|n| self.has(n));
         match api {
             // JAX's own APIs need a JAX program; Pallas kernels also run under PyTorch/XLA.
-            "jax" => self.has("jax") || !any(&["torch_xla", "tensorflow", "mesh_tf", "pytorch", "directml", "paddle"]),
+            "jax" => self.has("jax") || !any(&["torch_xla", "tensorflow", "mesh_tf", "pytorch", "directml", "paddle", "onnxruntime"]),
             "pallas" => any(&["jax", "torch_xla"]) || !any(&["tensorflow", "mesh_tf", "pytorch", "directml"]),
             "pytorch" => any(&["pytorch", "torch_xla", "vllm", "sglang", "tgi", "diffusers", "comfyui", "deepspeed"])
                 || !any(&["jax", "tensorflow", "mesh_tf", "paddle"]),
-            "tensorflow" => any(&["tensorflow", "mesh_tf"]) || !any(&["jax", "pytorch", "torch_xla"]),
+            "tensorflow" => any(&["tensorflow", "mesh_tf"]) || !any(&["jax", "pytorch", "torch_xla", "onnxruntime", "paddle"]),
             // TF's GPU allocator settings do nothing under DirectML.
             "tensorflow_gpu" => self.allows_api("tensorflow") && !self.has("directml"),
             _ => true,
@@ -75,13 +75,23 @@ grammar!(fw_sglang, r"\bsglang\b|mem[_-]fraction[_-]static");
 grammar!(fw_llama_cpp, r"llama_model_load|llama_new_context|llama_init_from|ggml_backend|ggml_cuda|ggml-cuda|llama\.cpp|llama-server|\bllama_cpp\b|\bkoboldcpp\b");
 // vLLM's own environment variables (`VLLM_*`) and its sleep-mode allocator source also name it.
 grammar!(fw_vllm, r"(?i)\bvllm\b|\bVLLM_[A-Z0-9_]+|cumem_allocator");
-grammar!(fw_ollama, r"\bollama\b");
+// Ollama's runner logs name its own Go sources: `llama.go:292:` (ollama/llm/llama.go, 0.1.x),
+// `source=server.go:…` / `source=sched.go:…` (its slog lines).
+grammar!(fw_ollama, r"(?i)\bollama\b|\bllama\.go:\d+|\bsource=(?:server|sched|gpu|routes|llama|memory|amd_linux|amd_windows)\.go:\d+");
 grammar!(fw_comfyui, r"ComfyUI|comfy[/\\.]|comfy_extras|KSampler");
 grammar!(fw_diffusers, r"\bdiffusers\b|StableDiffusion\w*Pipeline|UNet2DConditionModel");
 grammar!(fw_mesh_tf, r"mesh_tensorflow|\bmtf\.");
 grammar!(fw_directml, r"(?i)torch_directml|directml|\bdml\b");
 grammar!(fw_deepspeed, r"\bdeepspeed\b|DeepSpeed");
-grammar!(fw_paddle, r"\bpaddle\b|paddlepaddle|Paddle(?:Tensor|Error)");
+// ONNX Runtime names itself in its errors' source paths (`onnxruntime/core/...`), its Python
+// package and its execution providers.
+grammar!(fw_onnxruntime, r"(?i)\bonnxruntime\b|onnxruntime/|\bCUDAExecutionProvider\b|\bTensorrtExecutionProvider\b|\bInferenceSession\b");
+// Paddle's allocator wording (paddle/fluid/memory/allocation: "Out of memory error on GPU %d.
+// Cannot allocate %s memory on GPU %d, ...") names it where no path does.
+grammar!(fw_paddle, r"\bpaddle\b|paddlepaddle|Paddle(?:Tensor|Error)|Out of memory error on (?:GPU|NPU|XPU|MLU) \d+\. Cannot allocate");
+// TensorFlow named by itself (paths, imports, Keras), not by the exception class name
+// `ResourceExhaustedError`, which Paddle raises too.
+grammar!(tf_strong, r"tensorflow|\bkeras|\btf\.");
 grammar!(fw_data, r"/pandas/|\bpandas\.|\bpd\.read_|\bpolars\b|/dask/|\bdask\.|\bpyarrow\b|/datasets/arrow|\bsklearn\b|/scikit-learn/");
 // Strong JAX evidence: its traceback frames and exceptions, not op names like `jit(`.
 grammar!(jax_strong, r"jax/_src|jaxlib|jax\.errors|JaxRuntimeError|\bimport jax\b|\bjax\.(?:jit|numpy|random|lax|device_put|sharding)");
@@ -117,7 +127,7 @@ pub fn frameworks(t: &str) -> Vec<&'static str> {
     // A PyTorch/XLA or Mesh-TF trace names JAX-like op paths (`jit(`): there only a JAX
     // traceback or import counts as JAX.
     let jax = has("jax") && (jax_strong().is_match(t) || !(has("torch_xla") || fw_mesh_tf().is_match(t)));
-    let checks: [(&'static str, bool); 16] = [
+    let checks: [(&'static str, bool); 17] = [
         ("tgi", fw_tgi().is_match(t)),
         ("sglang", fw_sglang().is_match(t)),
         ("vllm", has("vllm") || fw_vllm().is_match(t)),
@@ -129,9 +139,10 @@ pub fn frameworks(t: &str) -> Vec<&'static str> {
         ("mesh_tf", fw_mesh_tf().is_match(t)),
         ("torch_xla", has("torch_xla")),
         ("jax", jax),
-        ("tensorflow", has("tensorflow")),
+        ("tensorflow", has("tensorflow") && (tf_strong().is_match(t) || !fw_paddle().is_match(t))),
         ("directml", fw_directml().is_match(t)),
         ("paddle", fw_paddle().is_match(t)),
+        ("onnxruntime", fw_onnxruntime().is_match(t)),
         ("pytorch", has("pytorch")),
         ("data", fw_data().is_match(t)),
     ];

@@ -41,7 +41,14 @@ impl Facts {
     }
 }
 
+// PyTorch's DataLoader names its workers when one dies (`DataLoader worker (pid N) is killed by
+// signal`, `DataLoader worker (pid(s) N) exited unexpectedly`, torch/utils/data/_utils/signal_handling.py
+// and dataloader.py); configs and commands name `num_workers`.
+crate::grammar!(worker_processes, r"(?i)DataLoader worker|_MultiProcessingDataLoaderIter|\bnum_workers\b|\bworkers?\b[^\n]{0,40}(?:killed|exited unexpectedly)");
 crate::grammar!(more_than_an_exabyte, r"(?i)\bmore than 1\s?Ei?B\b");
+// A byte count of 16 digits or more stated anywhere in the block (`Unable to allocate
+// 8446744063349813240 bytes`), where the message's own grammar read no size.
+crate::grammar!(long_byte_count, r"(?i)\b(\d{16,})\s*bytes\b");
 
 fn pct(num: u64, den: u64) -> String {
     format!("{:.1}", num as f64 * 100.0 / den as f64)
@@ -196,11 +203,15 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str) -> Fact
     if context::shows_dataloader_worker_died(block) {
         x.set("dataloader_worker_killed");
     }
+    if worker_processes().is_match(block) {
+        x.set("worker_processes");
+    }
     // No device or host has a pebibyte: a request that large is a wrong size (corrupt data,
     // an overflowed or uninitialised shape), not a shortage. Allocators that cannot print a
     // size that large say "more than 1EB".
     const PIB: u64 = 1 << 50;
-    if s.requested.or(s.used).is_some_and(|b| b >= PIB) || more_than_an_exabyte().is_match(block) {
+    let stated_bytes_over_pib = || long_byte_count().captures_iter(block).any(|c| c[1].parse::<u128>().map_or(true, |b| b >= PIB as u128));
+    if s.requested.or(s.used).is_some_and(|b| b >= PIB) || more_than_an_exabyte().is_match(block) || stated_bytes_over_pib() {
         x.set("implausible_request");
     }
     // Free memory comes from the driver (`cudaMemGetInfo` / `hipMemGetInfo`); more free
@@ -216,6 +227,9 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str) -> Fact
     }
     if f.platform == Platform::Rocm {
         x.set("rocm");
+    }
+    if f.platform == Platform::Tpu {
+        x.set("tpu");
     }
     if f.severity == oomdoc_kb::Severity::Warning {
         x.set("warning_only");
@@ -244,6 +258,7 @@ fn case_conditions(case: &case::Case, x: &mut Facts) {
     for fw in &case.frameworks {
         x.set(&format!("framework_{}", fw.replace('.', "_")));
     }
+    // No framework or engine in the log: a fix that names one framework's API is a guess.
     if case.frameworks.is_empty() {
         x.set("framework_unknown");
     }
