@@ -5,8 +5,10 @@
 //! an anchor a 128-entry table gives, per ASCII byte value, the buckets that have an
 //! anchor with that byte there. One `vpermi2b` looks up 64 bytes of text in such a table, so
 //! four lookups (the text loaded at offsets 0–3) and three ANDs tell, for 64 positions
-//! at once, which buckets may start an anchor there; a candidate is confirmed by
-//! comparing the bucket's anchors as 8-byte words. Teddy proper (aho-corasick's packed
+//! at once, which buckets may start an anchor there; which anchor starts at a candidate,
+//! if any, is looked up by its first four bytes in a collision-free table, and the
+//! caller's check of that anchor (does a trigger that holds it stand there?) runs right
+//! there, so the search goes on in the block it has loaded. Teddy proper (aho-corasick's packed
 //! searcher) looks up nibbles with `pshufb`, two lookups per byte and position, and past
 //! 32 patterns it needs its "fat" form, 16 bytes per step; the whole-byte table is also
 //! more selective, so fewer false candidates. A position passes a bucket when each of its

@@ -221,21 +221,23 @@ const CONTEXT_WORDS: &[&str] = &[
 /// checks it). The skip loop searches only these, with a vectorized multi-literal
 /// searcher ([`crate::anchor_search`]); the full trigger automaton runs only on a line
 /// that holds an anchor. They were picked by measured frequency in text that holds no
-/// memory failure (`tools/pick_anchors.py`: the benchmark's log lines, the negative
-/// corpora, the non-failure lines of the positive corpora, Python sources) — rare,
+/// memory failure (`tools/pick_anchors.py`: the benchmark's training- and serving-log
+/// lines, the negative corpora, the non-failure lines of the positive corpora, Python sources) — rare,
 /// shared by many triggers, few enough for the searchers (at most 64), and each at least
 /// four bytes long (the fingerprints are four bytes). They come in the vectorized
 /// search's eight buckets, chosen by the tool's `--order` for the fewest positions of the
-/// reference text that pass a bucket's fingerprint test.
+/// reference text that pass a bucket's fingerprint test. (`cache` was one until a
+/// serving log's metrics line, which names the KV cache twice, joined the reference:
+/// `--keep` dropped it and covered its four triggers with longer pieces of them.)
 pub const ANCHOR_BUCKETS: &[&[&str]] = &[
-    &["lloc", " OOM", "cache", "celerato", " 137", "MEMORY", " 1455", "BAD TERM"],
-    &["XLA_", "ed d", "pooled_s", "E100", ":OOM", "ille", " vs. "],
-    &["SIGKILL", "emory", "code: -", "Hbm usag", "TPU_", "(OOM", "nqueue", "aging fi"],
-    &["ENOMEM", "uffer", "E010", "cudnn co", " when wa", "_STATUS_", "=1455"],
-    &["posix_me", " than ", " to r", "LLVM ERR", "ase ", "[OOM", "pace lef", "KernelRe"],
-    &["E300", "esource", "halted ", "E200", "openxla.", "SOURCE_E", "RESOURCES"],
-    &[" compil", " device:", "kill", "ALLOC", "rogram", "ode 2: ", "xecutab"],
-    &["200:", "EL0004", "Tensor w", "rrno 12]", "No v", "otal ", "able RAM", "e died"],
+    &["TPU_", "RESOURCES", " vs. ", "rrno 12]", "ille", "XLA_", " when wa", " 137"],
+    &["kill", "otal ", ":OOM", "No v", "(OOM", " to r", " than ", "or model"],
+    &["uffer", "LLVM ERR", "openxla.", " device:", "ode 2: ", "MEMORY", "EL0004", "red in K"],
+    &["pooled_s", "200:", "code: -", "cudnn co", "SIGKILL", "emory", "rogram", "esource"],
+    &["[OOM", " OOM", "SOURCE_E", " 1455", "pace lef", "nqueue", " compil", "Tensor w"],
+    &["E200", "able RAM", "Hbm usag", "ase ", "E010", "celerato", "BAD TERM", "he is ne"],
+    &["=1455", "KernelRe", "cache bl", "ALLOC", "halted ", "_STATUS_", "aging fi", "xecutab"],
+    &["ed d", "lloc", "e died", "ENOMEM", "posix_me", "E100", "E300"],
 ];
 
 /// Every start trigger: the scanner's own list plus each family module's, without repeats.
