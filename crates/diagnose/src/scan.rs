@@ -224,21 +224,23 @@ const CONTEXT_WORDS: &[&str] = &[
 /// checks it). The skip loop searches only these, with a vectorized multi-literal
 /// searcher ([`crate::anchor_search`]); the full trigger automaton runs only on a line
 /// that holds an anchor. They were picked by measured frequency in text that holds no
-/// memory failure (`tools/pick_anchors.py`: the benchmark's log lines, the negative
-/// corpora, the non-failure lines of the positive corpora, Python sources) — rare,
+/// memory failure (`tools/pick_anchors.py`: the benchmark's training- and serving-log
+/// lines, the negative corpora, the non-failure lines of the positive corpora, Python sources) — rare,
 /// shared by many triggers, few enough for the searchers (at most 64), and each at least
 /// four bytes long (the fingerprints are four bytes). They come in the vectorized
 /// search's eight buckets, chosen by the tool's `--order` for the fewest positions of the
-/// reference text that pass a bucket's fingerprint test.
+/// reference text that pass a bucket's fingerprint test. (`cache` was one until a
+/// serving log's metrics line, which names the KV cache twice, joined the reference:
+/// `--keep` dropped it and covered its four triggers with longer pieces of them.)
 pub const ANCHOR_BUCKETS: &[&[&str]] = &[
-    &["lloc", " OOM", "cache", "celerato", " 137", "MEMORY", "1455", "BAD TERM"],
-    &["XLA_", "ed d", "pooled_s", "E100", ":OOM", "ille", " vs. ", "pagina"],
-    &["SIGKILL", "emory", "code: -", "Hbm usag", "TPU_", "(OOM", "nqueue", "paging"],
-    &["ENOMEM", "uffer", "E010", "cudnn co", " when wa", "_STATUS_", "800705"],
-    &["posix_me", " than ", " to r", "LLVM ERR", "ase ", "[OOM", "pace lef", "KernelRe"],
-    &["E300", "esource", "halted ", "E200", "openxla.", "SOURCE_E", "RESOURCES"],
-    &[" compil", " device:", "kill", "ALLOC", "rogram", "ode 2: ", "xecutab", "Auslager"],
-    &["200:", "EL0004", "Tensor w", "rrno 12]", "No v", "otal ", "able RAM", "e died"],
+    &["pagin", "Auslager", "he is ne", "pooled_s", "posix_me", "E300", "1455", "_STATUS_"],
+    &["EL0004", "emory", "XLA_", "esource", ":OOM", "e died", "lloc", "TPU_"],
+    &[" compil", "SOURCE_E", " OOM", "SIGKILL", "MEMORY", "rogram", " to r", "red in K"],
+    &[" device:", "code: -", "ed d", "cudnn co", "LLVM ERR", "ENOMEM", "uffer", "No v"],
+    &["Hbm usag", "celerato", "xecutab", "able RAM", "ase ", "800705", "BAD TERM", "Tensor w"],
+    &["ALLOC", "200:", "[OOM", "kill", " than ", "(OOM", "otal ", "rrno 12]"],
+    &["or model", "E100", "RESOURCES", "openxla.", "E200", "KernelRe", "E010", "ode 2: "],
+    &[" when wa", "cache bl", " 137", " vs. ", "nqueue", "pace lef", "halted ", "ille"],
 ];
 
 /// Every start trigger: the scanner's own list plus each family module's, without repeats.
@@ -296,27 +298,21 @@ fn anchor_patterns() -> &'static crate::anchor_search::AnchorPatterns {
 /// when, at one of its anchors, one of the few triggers that contain that anchor is
 /// there: a compare or two per anchor ([`anchor_patterns`]), not an automaton run over
 /// the line. Only a line that holds one is read by the automaton, for the exact first
-/// trigger, from the longest trigger's length before its first anchor (no trigger can
-/// start earlier: it would hold an anchor before that one).
+/// trigger, from the longest trigger's length before the first confirmed anchor: a
+/// trigger that starts earlier ends after that anchor (one that ended before it would
+/// have confirmed its own anchor first), so it starts less than its length before it.
 fn next_trigger(hay: &[u8]) -> Option<aho_corasick::Match> {
     let (anchors, index, full) = (anchor_searcher(), anchor_patterns(), start_automaton());
-    let (mut from, mut line, mut first) = (0, 0, None);
+    let mut from = 0;
     while from < hay.len() {
-        let at = anchors.find_start(hay, from)?;
-        if let Some(i) = memchr::memrchr(b'\n', &hay[from..at]) {
-            (line, first) = (from + i + 1, None);
-        }
-        let first_anchor = *first.get_or_insert(at);
-        if !index.any_at(hay, line, at) {
-            from = at + 1;
-            continue;
-        }
+        let at = anchors.find_confirmed::<false>(hay, from, |a, at| index.confirms(hay, a, at)).0?;
+        let line = memchr::memrchr(b'\n', &hay[from..at]).map_or(from, |i| from + i + 1);
         let end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
-        let span = line.max(first_anchor.saturating_sub(longest_trigger()));
+        let span = line.max(at.saturating_sub(longest_trigger()));
         if let Some(m) = full.find(&hay[span..end]) {
             return Some(aho_corasick::Match::new(m.pattern(), span + m.start()..span + m.end()));
         }
-        (from, line, first) = (end + 1, end + 1, None);
+        from = end + 1;
     }
     None
 }
@@ -552,23 +548,14 @@ fn search_part(hay: &[u8], base: usize) -> Part {
     let mut windows: Vec<Window> = Vec::new();
     let mut runs: Vec<(Window, usize, usize, usize)> = Vec::new();
     let mut newlines = 0;
-    // The line that holds `from`, and its first anchor.
-    let (mut from, mut line, mut first) = (0, 0, None);
+    let mut from = 0;
     while from < hay.len() {
-        let (found, passed) = anchors.find_start_counting(hay, from);
+        let (found, passed) = anchors.find_confirmed::<true>(hay, from, |a, at| index.confirms(hay, a, at));
         newlines += passed;
         let Some(at) = found else { break };
-        if passed > 0 {
-            line = memchr::memrchr(b'\n', &hay[from..at]).map_or(from, |i| from + i + 1);
-            first = None;
-        }
-        let first_anchor = *first.get_or_insert(at);
-        if !index.any_at(hay, line, at) {
-            from = at + 1;
-            continue;
-        }
+        let line = if passed > 0 { memchr::memrchr(b'\n', &hay[from..at]).map_or(from, |i| from + i + 1) } else { from };
         let end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
-        let w = Window { line_start: line, from: line.max(first_anchor.saturating_sub(longest_trigger())), end, newlines };
+        let w = Window { line_start: line, from: line.max(at.saturating_sub(longest_trigger())), end, newlines };
         let text = &hay[line..end];
         match runs.last_mut() {
             Some((f, _, stride, lines)) if hay[f.line_start..f.end] == *text && f.line_start + *lines * *stride == line => *lines += 1,
@@ -587,7 +574,6 @@ fn search_part(hay: &[u8], base: usize) -> Part {
             newlines += u64::from(next_end < hay.len());
             from = next_end + 1;
         }
-        (line, first) = (from, None);
     }
     let found = verify_windows(hay, &windows);
     let mut part = Part { newlines, ..Part::default() };
@@ -599,8 +585,8 @@ fn search_part(hay: &[u8], base: usize) -> Part {
     part
 }
 
-/// A line that holds an anchor: where it starts, and the span to run the trigger
-/// automaton over (from the longest trigger's length before the anchor to the line's end).
+/// A line that holds a trigger: where it starts, and the span to run the trigger
+/// automaton over (from the longest trigger's length before its first confirmed anchor to the line's end).
 #[derive(Debug, Clone, Copy)]
 struct Window {
     line_start: usize,

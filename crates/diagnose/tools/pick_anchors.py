@@ -8,12 +8,12 @@ anchor. So an anchor should be *rare in ordinary log lines*: this script counts 
 of the triggers in reference text that holds no memory failure, and greedily picks a
 small set that covers every trigger, preferring rare and shared substrings.
 
-Reference text (all of it non-OOM): the benchmark's synthetic training-log line
-templates (benches/scan_throughput.rs), tests/corpus/negatives.jsonl and
+Reference text (all of it non-OOM): the benchmark's synthetic training-log and
+serving-log (vLLM) line templates (benches/scan_throughput.rs), tests/corpus/negatives.jsonl and
 tests/corpus/negatives/*.jsonl (real texts users pasted: training logs, memory
 summaries, nvidia-smi tables, non-memory errors).
 
-Usage: python3 crates/diagnose/tools/pick_anchors.py [LIMIT_PER_MB] [--prefix] [--list] [--order N]
+Usage: python3 crates/diagnose/tools/pick_anchors.py [LIMIT_PER_MB] [--prefix] [--list] [--keep] [--order N]
 It reads the trigger lists from the sources (scan.rs START_TRIGGERS and CONTEXT_WORDS,
 each recognize/*.rs TRIGGERS) and prints the anchors as a Rust array for scan.rs
 ANCHOR_BUCKETS (`--list`: one anchor per line, a blank line between buckets, the input of
@@ -24,7 +24,10 @@ Every anchor is at least four bytes long: the vectorized search fingerprints fou
 shortest anchor (up to four), and three bytes let through many more candidates (half the
 speed).
 
-`--order N` (needs numpy) then deals the anchors into the 8 buckets of the vectorized
+`--keep` starts from the anchors scan.rs has, drops those more frequent than the limit,
+and picks anchors only for the triggers they leave uncovered (minutes, not a full pick).
+
+`--order N` then deals the anchors into the 8 buckets of the vectorized
 search (src/anchor_search.rs), which passes a position when each of its first four bytes
 is that byte of some anchor of one bucket, in any combination: N random swaps between
 buckets, each kept when the number of positions of the reference text that pass a
@@ -51,6 +54,21 @@ def reference_text():
         for t, w in zip(step_lines, weights):
             for _ in range(w):
                 parts.append(t.format(m=i % 60, u=i, s=i, e=i // 100))
+    train_end = sum(len(x) + 1 for x in parts)
+    # A serving engine's log, as the benchmark's OOMDOC_BENCH_STYLE=vllm writes it: its
+    # periodic metrics line (which names the KV cache) and per-request lines.
+    serving_lines = [
+        'INFO 05-28 07:{m:02}:{m:02} [metrics.py:351] Avg prompt throughput: {a:.1f} tokens/s, Avg generation throughput: {b:.1f} tokens/s, Running: {r} reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: {u:.1f}%, CPU KV cache usage: 0.0%.',
+        "INFO 05-28 07:{m:02}:{m:02} [logger.py:39] Received request chatcmpl-{x}: prompt: '<|im_start|>user\\nSummarize the document.<|im_end|>', params: SamplingParams(n=1, temperature=0.7, top_p=0.95, max_tokens=512), prompt_token_ids: None, lora_request: None.",
+        'INFO:     10.0.{r}.{r}:{p} - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+        'INFO 05-28 07:{m:02}:{m:02} [engine.py:310] Added request chatcmpl-{x}.',
+        'INFO 05-28 07:{m:02}:{m:02} [engine.py:330] Finished request chatcmpl-{x}.',
+    ]
+    for i in range(4000):
+        for t in serving_lines:
+            parts.append(t.format(m=i % 60, a=i % 997 * 1.3, b=i % 613 * 0.7, r=i % 64, u=i % 1000 / 10, x=f'{i:x}', p=40000 + i))
+    global BOUNDS  # where the training lines end and the serving lines (all ASCII)
+    BOUNDS = (train_end, sum(len(x) + 1 for x in parts))
     for p in [root / 'tests/corpus/negatives.jsonl', *sorted((root / 'tests/corpus/negatives').glob('*.jsonl'))]:
         for line in p.read_text().splitlines():
             if line.strip():
@@ -72,6 +90,7 @@ args = [a for i, a in enumerate(sys.argv[1:], 1) if not a.startswith('--') and s
 LIMIT = float(args[0]) if args else 300
 WHOLE = '--prefix' not in sys.argv
 LIST = '--list' in sys.argv
+KEEP = '--keep' in sys.argv
 ORDER = int(sys.argv[sys.argv.index('--order') + 1]) if '--order' in sys.argv else 0
 # Teddy compares fingerprints of min(4, shortest anchor) bytes: one 3-byte anchor
 # halves the speed of all (measured with examples/anchor_speed.rs).
@@ -94,12 +113,16 @@ def all_triggers():
 
 def bucket_order(buckets, text, iters):
     """Deal the anchors (dealt in turn into `buckets`) anew into the vectorized search's
-    8 buckets (see the module docs)."""
+    8 buckets (see the module docs). The sample: 1 MB each of the training-log lines, the
+    serving-log lines, and the rest of the reference (real pastes, Python sources)."""
     import random
-    import numpy as np
-    data = np.frombuffer(text[:3_000_000], dtype=np.uint8)
-    n = len(data) - 3
-    cols = [data[k:k + n] for k in range(4)]
+    train, serve, rest = text[:BOUNDS[0]], text[BOUNDS[0]:BOUNDS[1]], text[BOUNDS[1]:]
+    sample = train[:1_000_000] + serve[:1_000_000] + rest[len(rest) // 2:len(rest) // 2 + 1_000_000]
+    # A position passes a bucket on its four bytes alone: count each four bytes once.
+    grams = collections.Counter(sample[i:i + 4] for i in range(len(sample) - 3))
+    by_first = collections.defaultdict(list)
+    for g, c in grams.items():
+        by_first[g[0]].append((g, c))
     cache = {}
 
     def passes(bucket):
@@ -107,21 +130,16 @@ def bucket_order(buckets, text, iters):
         # k = 0..3 (anchor_search.rs: one whole-byte table per fingerprint byte).
         key = tuple(sorted(bucket))
         if key not in cache:
-            ok = np.ones(n, bool)
-            for k in range(4):
-                table = np.zeros(256, bool)
-                for a in bucket:
-                    table[a.encode()[k]] = True
-                ok &= table[cols[k]]
-            cache[key] = int(ok.sum())
+            sets = [set(a.encode()[k] for a in bucket) for k in range(4)]
+            cache[key] = sum(c for b0 in sets[0] for g, c in by_first[b0] if g[1] in sets[1] and g[2] in sets[2] and g[3] in sets[3])
         return cache[key]
 
     def cost(buckets):
         return sum(passes(b) for b in buckets if b)
 
     best = cost(buckets)
-    real = sum(text[:3_000_000].count(a.encode()) for b in buckets for a in b)
-    print(f'candidates in 3 MB of reference: {best} dealt in turn ({real} anchors there)', file=sys.stderr)
+    real = sum(sample.count(a.encode()) for b in buckets for a in b)
+    print(f'candidates in {len(sample) / 1e6:.1f} MB of reference: {best} dealt in turn ({real} anchors there)', file=sys.stderr)
     rng = random.Random(1)
     for _ in range(iters):
         i, j = rng.sample(range(8), 2)
@@ -133,7 +151,7 @@ def bucket_order(buckets, text, iters):
         c = cost(trial)
         if c <= best:
             buckets, best = trial, c
-    print(f'candidates in 3 MB of reference: {best} after {iters} swaps', file=sys.stderr)
+    print(f'candidates in {len(sample) / 1e6:.1f} MB of reference: {best} after {iters} swaps', file=sys.stderr)
     return buckets
 
 def main():
@@ -146,16 +164,30 @@ def main():
         for n in range(min(MIN_LEN, len(t)), min(len(t), 8) + 1):
             for i in range(len(t) - n + 1):
                 cands[t[i:i + n]].add(t)
-    freq = {c: ref.count(c) / mb for c in cands}
-    # Teddy, the vectorized searcher, finds candidates by an anchor's first three bytes
-    # and verifies the rest, so a common three-byte prefix costs speed even when the
-    # whole anchor is rare: the cost of an anchor is the frequency of its prefix.
+    freq = {}
     pre = {}
-    for c in cands:
-        pre.setdefault(c[:3], ref.count(c[:3]) / mb)
-    cost = {c: freq[c] if WHOLE else max(freq[c], pre[c[:3]]) for c in cands}
+
+    def cost(c):
+        # Teddy, the vectorized searcher, finds candidates by an anchor's first three bytes
+        # and verifies the rest, so a common three-byte prefix costs speed even when the
+        # whole anchor is rare: the cost of an anchor is the frequency of its prefix.
+        if c not in freq:
+            freq[c] = ref.count(c) / mb
+            pre.setdefault(c[:3], ref.count(c[:3]) / mb)
+        return freq[c] if WHOLE else max(freq[c], pre[c[:3]])
     uncovered = set(triggers)
     anchors = []
+    if KEEP:
+        # The anchors scan.rs has now, less those past the limit; only the triggers they
+        # leave uncovered get new ones.
+        src = (root / 'crates/diagnose/src/scan.rs').read_text()
+        body = re.search(r'pub const ANCHOR_BUCKETS: &\[&\[&str\]\] = &\[(.*?)\n\];', src, re.S).group(1)
+        for a in (json.loads('"' + x + '"') for x in re.findall(r'"((?:[^"\\]|\\.)*)"', body)):
+            if cost(a) > LIMIT:
+                print(f'dropped {a!r}: {freq[a]:.2f}/MB', file=sys.stderr)
+                continue
+            anchors.append(a)
+            uncovered -= {t for t in triggers if a in t}
     while uncovered:
         # A candidate line costs one short automaton run, so an anchor seen up to about
         # once in 30 lines (300 per MB) is cheap, while every extra anchor slows Teddy
@@ -164,11 +196,12 @@ def main():
         # triggers, then the rarest and longest. (`--prefix` costs an anchor by its
         # three-byte prefix instead; it picked more anchors and ran slower.)
         best = min((c for c in cands if cands[c] & uncovered),
-                   key=lambda c: (cost[c] > LIMIT, -len(cands[c] & uncovered), cost[c], -len(c)))
+                   key=lambda c: (cost(c) > LIMIT, -len(cands[c] & uncovered), cost(c), -len(c)))
         anchors.append(best)
         uncovered -= cands[best]
     for a in sorted(anchors):
-        print(f'{a!r:24} {freq[a]:8.2f}/MB  prefix {pre[a[:3]]:8.2f}/MB  covers {len(cands[a])}', file=sys.stderr)
+        cost(a)
+        print(f'{a!r:24} {freq[a]:8.2f}/MB  prefix {pre[a[:3]]:8.2f}/MB  covers {len(cands.get(a, ()))}', file=sys.stderr)
     anchors = sorted(anchors)
     buckets = [anchors[i::8] for i in range(8)]
     if ORDER:
