@@ -119,7 +119,7 @@ pub const TRIGGERS: &[&str] = &[
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
 grammar!(
     strong,
-    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)\b|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|memory allocation of (?:size )?\d+(?: bytes)? failed|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b"
+    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)\b|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|(?:memory |host |device )?allocation of (?:size )?\d+(?: bytes)? failed|allocating \d+ bytes exceeds the memory limit of \d+|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b"
 );
 // What makes the line an error report, before the phrase.
 grammar!(
@@ -138,12 +138,12 @@ grammar!(code, r#"\braise \w|\bdef \w|\breturn \w|^\s*(?:if|elif|while|assert) .
 // Operators: code, unless the line is already an error report (RET_CHECK / CHECK expressions).
 grammar!(operators, r"==|!=|&&|\|\||;\s*$");
 // A message at the start of a line (after a log prefix) needs no marker: "Failed to allocate 14495514624 bytes of memory".
-grammar!(line_start_phrase, r#"(?i)^(?:[\s>*`"'\[\]\w:./-]|\p{So}){0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to (?:allocate|m?alloc\b)|(?:cannot|can't|could not) allocate|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed|out of (?:gpu|device) resources|memory allocation of (?:size )?\d+(?: bytes)? failed|exceed(?:s|ed)? max(?:imum)? (?:\w+ ){0,4}(?:allocation|memory))"#);
+grammar!(line_start_phrase, r#"(?i)^(?:[\s>*`"'\[\]\w:./-]|\p{So}){0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to (?:allocate|m?alloc\b)|(?:cannot|can't|could not) (?:allocate|malloc\b)|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed|out of (?:gpu|device) resources|memory allocation of (?:size )?\d+(?: bytes)? failed|exceed(?:s|ed)? max(?:imum)? (?:\w+ ){0,4}(?:allocation|memory))"#);
 
 // Sizes by general rules, next to the word that names them. Only sizes with a unit (or
 // `bytes`) are read here: a bare number next to "allocate" may count elements or blocks.
 const SZU: &str = r"[0-9][0-9,]*(?:\.[0-9]+)?\s?(?:[KMGTPE]i?B|[KMGTPE]|B|bytes?)\b";
-grammar!(requested, &r"(?i)(?:allocat(?:e|ing|ion)|\bmap|request(?:ed|ing)?|need(?:s|ed)?|require[sd]?)(?: (?:a|an|the|additional))?(?: (?:buffer|tensor|memory|block|chunk|array|region|data))?(?: (?:of|for|with))?(?: size)?(?:\s*[=:(]\s*|\s*)(?P<v>0x[0-9a-fA-F]+|{SZU})".replace("{SZU}", SZU));
+grammar!(requested, &r"(?i)(?:allocat(?:e|ing|ion)|\bmalloc|\bmap|request(?:ed|ing)?|need(?:s|ed)?|require[sd]?)(?: (?:a|an|the|additional))?(?: (?:buffer|tensor|memory|block|chunk|array|region|data))?(?: (?:of|for|with))?(?: size)?(?:\s*[=:(]\s*|\s*)(?P<v>0x[0-9a-fA-F]+|{SZU})".replace("{SZU}", SZU));
 // `size = 0x639c00` (hex, exact), `size=16777216`, and `size  419795968` (a bare count of five
 // digits or more after the word: a batch "size 32" is not bytes).
 grammar!(size_eq, r"(?i)\bsize(?:[ ]?[=:]{1,2}[ ]?(?P<v>0x[0-9a-fA-F]+\b|\d[\d,]*\b)|[ ]+(?P<w>\d{5,})\b)");
@@ -163,6 +163,7 @@ grammar!(w_rocm, r"\bHIP\b|\bhip[A-Z]\w*|\bROCm\b|\brocm\b|\bAMDGPU\b|\bMIOpen\b
 grammar!(w_metal, r"\bMetal\b|\bMETAL\b|\bMTL\w+|MTLBuffer|kIOGPU\w+");
 grammar!(w_mps, r"\bMPS\b|\bmps\b");
 grammar!(w_xpu, r"\bXPU\b|\bxpu\b|Level[ _]Zero|\bUR_RESULT\w*|\bSYCL\b|\bsycl\b|\bZE_RESULT\w*");
+grammar!(w_device_memory, r"(?i)\b(?:gpu|device|video|graphics|dedicated)[ _]memory\b|\bVRAM\b");
 grammar!(w_npu, r"\bNPU\b|\bnpu\b|\bAscend\b|\bCANN\b|\bACL_ERROR\w*");
 grammar!(w_tpu, r"\bTPU\b");
 grammar!(
@@ -764,6 +765,9 @@ fn place(t: &str, start: usize, end: usize) -> (Platform, Option<&'static str>) 
             // A vendor word and a host word without a device word: the host side of that stack
             // (pinned host memory, the CPU allocator of a GPU build) — say host.
             (Some(_), true, false) => return (Platform::Cpu, Some("host")),
+            // Memory named as the device's ("Cannot malloc 49.0002 MB GPU memory", Paddle's
+            // allocator) is the device's, whatever verb allocates it.
+            (None, true, true) if w_device_memory().is_match(scope) => return (Platform::Other, Some("device")),
             (None, true, true) => {}
             (None, false, false) => {}
         }

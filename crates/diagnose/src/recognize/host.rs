@@ -218,7 +218,9 @@ grammar!(duckdb_in_memory, r"launched in in-memory mode and no temporary directo
 grammar!(oomkilled_false, r#"\bOOMKilled"?:\s*false\b"#);
 grammar!(enospc, r"No space left on device");
 // Objects that live in /dev/shm: semaphores, `shm_open` names (PyTorch's `/torch_<pid>_<n>`).
-grammar!(shm_context, r"/dev/shm|\bSemLock\b|multiprocessing/synchronize\.py|</torch_\w+>|\bshm_open\b|\bsem_open\b|shared memory object|_share_(?:fd|filename)_cpu_");
+// NCCL's `Error while creating shared memory segment PATH (size N), error: No space left on device (28)`
+// (NVIDIA/nccl v2.30.7-1 src/os/linux.cc, v2.7.8-1 src/include/shm.h): its segments live in /dev/shm.
+grammar!(shm_context, r"shared memory segment|/dev/shm|\bSemLock\b|multiprocessing/synchronize\.py|</torch_\w+>|\bshm_open\b|\bsem_open\b|shared memory object|_share_(?:fd|filename)_cpu_");
 
 // Windows ERROR_COMMITMENT_LIMIT (1455): the commit charge (RAM + page file) is used up; Windows
 // prints its text in the system's language, so the number is what is read ("[WinError 1455]",
@@ -689,7 +691,13 @@ pub fn cpu_only_context(t: &str) -> bool {
 fn prose_around(t: &str, start: usize, end: usize) -> bool {
     let ls = t[..start].rfind('\n').map_or(0, |i| i + 1);
     let le = t[start..].find('\n').map_or(t.len(), |i| start + i);
-    let rest = format!("{} {}", &t[ls..start], &t[end.min(le)..le]);
+    // Only the sentence that holds the match: a launcher's hint after it ("This may have been
+    // caused by an OOM error. Check your command's memory usage.") is not a person writing.
+    let before = &t[ls..start];
+    let bs = before.rfind(". ").map_or(0, |i| i + 2);
+    let after = &t[end.min(le)..le];
+    let ae = after.find(". ").map_or(after.len(), |i| i + 1);
+    let rest = format!("{} {}", &before[bs..], &after[..ae]);
     super::generic::is_prose(&rest)
 }
 
