@@ -114,6 +114,8 @@ pub const TRIGGERS: &[&str] = &[
     "enough GPU memory",
     // ggml-vulkan's "Device memory allocation of size N failed." without its prefix.
     "allocation of size",
+    // PyTorch's and ONNX Runtime's "Unable to find a valid cuDNN algorithm to run convolution".
+    "algorithm to run convolution",
 ]; 
 
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
@@ -363,6 +365,11 @@ grammar!(
     alloc_call_failed,
     r"\b(?P<call>cudaMalloc\w*|cuMemAlloc\w*|cuMemCreate|hipMalloc\w*|hipExtMalloc\w*|clCreateBuffer|vkAllocateMemory|zeMemAlloc\w*|CreateCommittedResource|CreatePlacedResource|aclrtMalloc\w*|nrt_tensor_allocate|synDeviceMalloc)\b(?:\([^\n]{0,300}?\))?[^\n]{0,40}?(?:\bfail(?:ed|ure)\b|\) >= 0\)\) == \(true\))|\bCHECK failed:[^\n]{0,60}?\b(?P<call2>CreateCommittedResource|CreatePlacedResource)\b"
 );
+// PyTorch (aten/src/ATen/native/cudnn/Conv_v7.cpp, `AlgoIterator::try_all`) and ONNX Runtime
+// (onnxruntime/core/providers/cuda/nn/conv_grad.cc, `AlgoIterator::TryAll`, read through the code
+// index) try the cuDNN algorithms in turn, passing over each whose workspace could not be allocated
+// (PyTorch catches `c10::OutOfMemoryError` per algorithm); this is thrown when none is left.
+grammar!(no_cudnn_algo, r"Unable to find a valid cuDNN algorithm to run convolution");
 // A symbol table (`/proc/kallsyms`, `nm`, `System.map`): an address, a type letter and a
 // symbol per line. Kernel functions are named after what they handle
 // (`pagefault_out_of_memory`, `mem_cgroup_out_of_memory`); a list of names is no failure.
@@ -512,6 +519,29 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
         h.code_in_log = None;
         sizes(&t[start..end], &mut h);
         out.push(h);
+    }
+    if t.contains("algorithm to run convolution") {
+        for m in no_cudnn_algo().find_iter(t) {
+            let (ls, le) = line_bounds(t, m.start(), m.end());
+            let (ns, ne) = near(t, ls, le, 2);
+            if existing.iter().any(|&(s, e)| s < ne && ns < e) || out.iter().any(|h| h.start < ne && ns < h.end) {
+                continue;
+            }
+            let line = &t[ls..le];
+            if prose().is_match(line) || code().is_match(line) || quoted(t, ls, m.start(), le) {
+                continue;
+            }
+            let start = ls + (line.len() - line.trim_start().len());
+            let end = message_end(t, le);
+            let mut h = Hit::new("generic.device-oom", start, end);
+            h.priority = 86;
+            h.phase = Some(Phase::Runtime);
+            h.platform = Some(Platform::Cuda);
+            h.space("device");
+            h.likely("every cuDNN algorithm was passed over; the framework skips an algorithm whose workspace it cannot allocate, so with no other error the GPU was out of memory (an unsupported input or a cuDNN/CUDA mismatch reads the same)");
+            h.detail("library", "cudnn");
+            out.push(h);
+        }
     }
     // Allocation calls that failed without a status (a status that is not memory rules them out).
     for c in alloc_call_failed().captures_iter(t) {
