@@ -67,6 +67,8 @@ use oomdoc_kb::{Phase, Platform};
 /// Literals that can start a block for this module's messages (every grammar's anchor contains one).
 pub const TRIGGERS: &[&str] = &[
     "DefaultCPUAllocator",
+    "enforce fail at CPUAllocator",
+    "enforce fail at alloc_cpu",
     "posix_memalign",
     "Out of memory allocating",
     "allocate of <",
@@ -196,6 +198,7 @@ grammar!(
     r#"\b(?:exit(?:ed)?(?: with)?(?: exit)?|returned non-zero exit|status)(?: status)?(?: code)?:? 137\b|(?i:signal 9 \(SIGKILL\))(?: received by PID \d+)?|died with <Signals\.SIGKILL: 9>|killed by signal: Killed|failed \(exitcode: -9\)(?: local_rank: \d+ \(pid: \d+\))?|(?i:exit_?code)"?:\s*137\b|\breturn code(?::| =)? 137\b|\breturned a non-zero code: 137\b|\b(?:executor failed running \[[^\]\n]*\]|did not complete successfully): exit code: 137\b|\bexits with return code = -9\b|\bWorker \(pid:\d+\) was sent SIGKILL!(?: Perhaps out of memory\?)?|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES[^\n]*\n(?:[^\n]*\n){0,3}?[= ]*EXIT CODE: 9\b"#
 );
 grammar!(shell_killed, r"(?m)^[ \t]*(?:[\w/.\-]+: (?:line \d+: )?)?(?:\[\d+\][ \t]*[+-]?[ \t]*)?(?:\d+[ \t]+)?(?:Killed|killed)(?::[ \t]*9)?(?:[ \t]+[^\n]{1,2000})?[ \t]*$|(?m)(?:it/s|s/it)\]Killed[ \t]*$");
+grammar!(cpu_enforce_only, r"enforce fail at (?:CPUAllocator|alloc_cpu)\.cpp(?::\d+)?");
 grammar!(
     dev_shm,
     r"killed by signal: Bus error\.?[^\n]{0,120}?out of shared memory|DataLoader worker \(pid \d+\) is killed by signal: Bus error\b\.?|Unexpected bus error encountered in worker\. This might be caused by insufficient shared memory(?: \(shm\))?\.?|No space left on device[^\n]{0,80}/dev/shm|unable to (?:open|write to) shared memory object|unable to write to file </torch_\w+>:? No space left on device(?: \(28\))?"
@@ -276,6 +279,23 @@ fn allocators(t: &str, hits: &mut Vec<Hit>) {
             if let Some(l) = enforce_loc().captures(&t[line_start..m.start()]) {
                 h.detail("location", &l["loc"]);
             }
+            h.flag("framework_pytorch");
+            hits.push(h);
+        }
+    }
+    // The enforce's location without its message (a title, a cut paste): every enforce in
+    // PyTorch's CPU allocator is a failed host allocation — the pointer is null, posix_memalign
+    // failed, or the size is negative (an overflowed request) (pytorch/pytorch
+    // c10/core/CPUAllocator.cpp@014f3e7250b05ccd1528fe433c0f8ef9f55f0528, `alloc_cpu`).
+    if has(t, "enforce fail at CPUAllocator") || has(t, "enforce fail at alloc_cpu") {
+        for m in cpu_enforce_only().find_iter(t) {
+            if hits.iter().any(|h| h.id == "host.cpu-allocator" && h.start <= m.end() + 300 && m.start() <= h.end + 300) {
+                continue;
+            }
+            let mut h = host_hit("host.cpu-allocator", m.start(), m.end());
+            h.priority = 12;
+            h.likely("PyTorch's CPU allocator failed an allocation check; its message (normally 'DefaultCPUAllocator: can't allocate memory') is not in the text");
+            h.detail("allocator", "DefaultCPUAllocator");
             h.flag("framework_pytorch");
             hits.push(h);
         }
