@@ -533,7 +533,9 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
             }
             let start = ls + (line.len() - line.trim_start().len());
             let end = message_end(t, le);
-            let mut h = Hit::new("generic.device-oom", start, end);
+            // The convolution autotuner found no algorithm that fits: cuDNN's own memory, as for
+            // the masked cuDNN statuses.
+            let mut h = Hit::new("xla-gpu.masked-cudnn", start, end);
             h.priority = 86;
             h.phase = Some(Phase::Runtime);
             h.platform = Some(Platform::Cuda);

@@ -260,7 +260,10 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     }
     if has(t, "enough available memory to run this model") {
         for m in ollama_runner_exited().find_iter(t) {
-            let mut h = base("ggml.buffer-alloc", m.start(), m.end(), Platform::Other, "device", 30);
+            // Which memory is not said (the runner may die for host RAM or for the GPU's).
+            let mut h = Hit::new("generic.oom", m.start(), m.end());
+            h.phase = Some(Phase::Load);
+            h.priority = 30;
             h.likely("Ollama says this whenever its llama runner died without an error line of its own: the runner is most often killed for memory while loading the model, but a crash for any other reason reads the same");
             h.detail("reported_by", "ollama");
             hits.push(h);
