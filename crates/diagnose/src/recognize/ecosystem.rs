@@ -79,7 +79,8 @@ grammar!(
 );
 grammar!(
     xpu_4gb,
-    r"Current platform can NOT allocate memory block with size larger than 4GB! Tried to allocate (?P<req>{SZ})(?: \(GPU\s*(?P<dev>\d+); (?P<total>{SZ}) total capacity; (?P<alloc>{SZ}) already allocated; (?P<res>{SZ}) reserved in total by PyTorch\))?"
+    // The sentence alone (a title, a cut paste) is still IPEX's: the size limit is in its words.
+    r"(?:Current platform )?can NOT allocate memory block with size larger than 4GB(?:! Tried to allocate (?P<req>{SZ})(?: \(GPU\s*(?P<dev>\d+); (?P<total>{SZ}) total capacity; (?P<alloc>{SZ}) already allocated; (?P<res>{SZ}) reserved in total by PyTorch\))?)?"
 );
 grammar!(
     level_zero,

@@ -114,12 +114,14 @@ pub const TRIGGERS: &[&str] = &[
     "enough GPU memory",
     // ggml-vulkan's "Device memory allocation of size N failed." without its prefix.
     "allocation of size",
+    // PyTorch's and ONNX Runtime's "Unable to find a valid cuDNN algorithm to run convolution".
+    "algorithm to run convolution",
 ]; 
 
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
 grammar!(
     strong,
-    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)\b|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|memory allocation of (?:size )?\d+(?: bytes)? failed|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b"
+    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)\b|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|(?:memory |host |device )?allocation of (?:size )?\d+(?: bytes)? failed|allocating \d+ bytes exceeds the memory limit of \d+|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b"
 );
 // What makes the line an error report, before the phrase.
 grammar!(
@@ -138,12 +140,12 @@ grammar!(code, r#"\braise \w|\bdef \w|\breturn \w|^\s*(?:if|elif|while|assert) .
 // Operators: code, unless the line is already an error report (RET_CHECK / CHECK expressions).
 grammar!(operators, r"==|!=|&&|\|\||;\s*$");
 // A message at the start of a line (after a log prefix) needs no marker: "Failed to allocate 14495514624 bytes of memory".
-grammar!(line_start_phrase, r#"(?i)^(?:[\s>*`"'\[\]\w:./-]|\p{So}){0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to (?:allocate|m?alloc\b)|(?:cannot|can't|could not) allocate|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed|out of (?:gpu|device) resources|memory allocation of (?:size )?\d+(?: bytes)? failed|exceed(?:s|ed)? max(?:imum)? (?:\w+ ){0,4}(?:allocation|memory))"#);
+grammar!(line_start_phrase, r#"(?i)^(?:[\s>*`"'\[\]\w:./-]|\p{So}){0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to (?:allocate|m?alloc\b)|(?:cannot|can't|could not) (?:allocate|malloc\b)|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed|out of (?:gpu|device) resources|memory allocation of (?:size )?\d+(?: bytes)? failed|exceed(?:s|ed)? max(?:imum)? (?:\w+ ){0,4}(?:allocation|memory))"#);
 
 // Sizes by general rules, next to the word that names them. Only sizes with a unit (or
 // `bytes`) are read here: a bare number next to "allocate" may count elements or blocks.
 const SZU: &str = r"[0-9][0-9,]*(?:\.[0-9]+)?\s?(?:[KMGTPE]i?B|[KMGTPE]|B|bytes?)\b";
-grammar!(requested, &r"(?i)(?:allocat(?:e|ing|ion)|\bmap|request(?:ed|ing)?|need(?:s|ed)?|require[sd]?)(?: (?:a|an|the|additional))?(?: (?:buffer|tensor|memory|block|chunk|array|region|data))?(?: (?:of|for|with))?(?: size)?(?:\s*[=:(]\s*|\s*)(?P<v>0x[0-9a-fA-F]+|{SZU})".replace("{SZU}", SZU));
+grammar!(requested, &r"(?i)(?:allocat(?:e|ing|ion)|\bmalloc|\bmap|request(?:ed|ing)?|need(?:s|ed)?|require[sd]?)(?: (?:a|an|the|additional))?(?: (?:buffer|tensor|memory|block|chunk|array|region|data))?(?: (?:of|for|with))?(?: size)?(?:\s*[=:(]\s*|\s*)(?P<v>0x[0-9a-fA-F]+|{SZU})".replace("{SZU}", SZU));
 // `size = 0x639c00` (hex, exact), `size=16777216`, and `size  419795968` (a bare count of five
 // digits or more after the word: a batch "size 32" is not bytes).
 grammar!(size_eq, r"(?i)\bsize(?:[ ]?[=:]{1,2}[ ]?(?P<v>0x[0-9a-fA-F]+\b|\d[\d,]*\b)|[ ]+(?P<w>\d{5,})\b)");
@@ -163,6 +165,7 @@ grammar!(w_rocm, r"\bHIP\b|\bhip[A-Z]\w*|\bROCm\b|\brocm\b|\bAMDGPU\b|\bMIOpen\b
 grammar!(w_metal, r"\bMetal\b|\bMETAL\b|\bMTL\w+|MTLBuffer|kIOGPU\w+");
 grammar!(w_mps, r"\bMPS\b|\bmps\b");
 grammar!(w_xpu, r"\bXPU\b|\bxpu\b|Level[ _]Zero|\bUR_RESULT\w*|\bSYCL\b|\bsycl\b|\bZE_RESULT\w*");
+grammar!(w_device_memory, r"(?i)\b(?:gpu|device|video|graphics|dedicated)[ _]memory\b|\bVRAM\b");
 grammar!(w_npu, r"\bNPU\b|\bnpu\b|\bAscend\b|\bCANN\b|\bACL_ERROR\w*");
 grammar!(w_tpu, r"\bTPU\b");
 grammar!(
@@ -362,6 +365,11 @@ grammar!(
     alloc_call_failed,
     r"\b(?P<call>cudaMalloc\w*|cuMemAlloc\w*|cuMemCreate|hipMalloc\w*|hipExtMalloc\w*|clCreateBuffer|vkAllocateMemory|zeMemAlloc\w*|CreateCommittedResource|CreatePlacedResource|aclrtMalloc\w*|nrt_tensor_allocate|synDeviceMalloc)\b(?:\([^\n]{0,300}?\))?[^\n]{0,40}?(?:\bfail(?:ed|ure)\b|\) >= 0\)\) == \(true\))|\bCHECK failed:[^\n]{0,60}?\b(?P<call2>CreateCommittedResource|CreatePlacedResource)\b"
 );
+// PyTorch (aten/src/ATen/native/cudnn/Conv_v7.cpp, `AlgoIterator::try_all`) and ONNX Runtime
+// (onnxruntime/core/providers/cuda/nn/conv_grad.cc, `AlgoIterator::TryAll`, read through the code
+// index) try the cuDNN algorithms in turn, passing over each whose workspace could not be allocated
+// (PyTorch catches `c10::OutOfMemoryError` per algorithm); this is thrown when none is left.
+grammar!(no_cudnn_algo, r"Unable to find a valid cuDNN algorithm to run convolution");
 // A symbol table (`/proc/kallsyms`, `nm`, `System.map`): an address, a type letter and a
 // symbol per line. Kernel functions are named after what they handle
 // (`pagefault_out_of_memory`, `mem_cgroup_out_of_memory`); a list of names is no failure.
@@ -511,6 +519,31 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
         h.code_in_log = None;
         sizes(&t[start..end], &mut h);
         out.push(h);
+    }
+    if t.contains("algorithm to run convolution") {
+        for m in no_cudnn_algo().find_iter(t) {
+            let (ls, le) = line_bounds(t, m.start(), m.end());
+            let (ns, ne) = near(t, ls, le, 2);
+            if existing.iter().any(|&(s, e)| s < ne && ns < e) || out.iter().any(|h| h.start < ne && ns < h.end) {
+                continue;
+            }
+            let line = &t[ls..le];
+            if prose().is_match(line) || code().is_match(line) || quoted(t, ls, m.start(), le) {
+                continue;
+            }
+            let start = ls + (line.len() - line.trim_start().len());
+            let end = message_end(t, le);
+            // The convolution autotuner found no algorithm that fits: cuDNN's own memory, as for
+            // the masked cuDNN statuses.
+            let mut h = Hit::new("xla-gpu.masked-cudnn", start, end);
+            h.priority = 86;
+            h.phase = Some(Phase::Runtime);
+            h.platform = Some(Platform::Cuda);
+            h.space("device");
+            h.likely("every cuDNN algorithm was passed over; the framework skips an algorithm whose workspace it cannot allocate, so with no other error the GPU was out of memory (an unsupported input or a cuDNN/CUDA mismatch reads the same)");
+            h.detail("library", "cudnn");
+            out.push(h);
+        }
     }
     // Allocation calls that failed without a status (a status that is not memory rules them out).
     for c in alloc_call_failed().captures_iter(t) {
@@ -764,6 +797,9 @@ fn place(t: &str, start: usize, end: usize) -> (Platform, Option<&'static str>) 
             // A vendor word and a host word without a device word: the host side of that stack
             // (pinned host memory, the CPU allocator of a GPU build) — say host.
             (Some(_), true, false) => return (Platform::Cpu, Some("host")),
+            // Memory named as the device's ("Cannot malloc 49.0002 MB GPU memory", Paddle's
+            // allocator) is the device's, whatever verb allocates it.
+            (None, true, true) if w_device_memory().is_match(scope) => return (Platform::Other, Some("device")),
             (None, true, true) => {}
             (None, false, false) => {}
         }

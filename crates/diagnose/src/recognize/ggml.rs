@@ -38,6 +38,7 @@ pub const TRIGGERS: &[&str] = &[
     "context's memory pool",
     "mem_buffer != NULL",
     "unable to allocate",
+    "enough available memory to run this model",
 ];
 
 grammar!(cuda_malloc, r"(?P<func>ggml_backend_\w+?_buffer_type_alloc_buffer): allocating (?P<mib>[0-9]+(?:\.[0-9]+)? MiB) on device (?P<dev>\d+): (?P<api>cudaMalloc|hipMalloc|musaMalloc) failed: out of memory");
@@ -59,6 +60,9 @@ grammar!(cuda_error_old, r"CUDA error 2 at (?P<loc>[^\s]*ggml-cuda\.cu:\d+): out
 grammar!(runner_oom, r"(?:llama runner|llama-server) process has terminated: (?:exit status \S+: )?(?P<dev>CUDA|ROCm|HIP|cudaMalloc failed:) (?:error: )?out of memory");
 grammar!(context_pool, r"(?P<func>ggml_\w+): not enough space in the context's memory pool \(needed (?P<need>[0-9]+), available (?P<avail>[0-9]+)\)");
 grammar!(context_buffer, r"GGML_ASSERT: [^\n]*?ggml\.c:\d+: ctx->mem_buffer != NULL|ggml\.c:\d+: GGML_ASSERT\(ctx->mem_buffer != NULL\) failed");
+// Ollama 0.1.16-0.1.17 (llm/llama.go, tags v0.1.16 and v0.1.17): when the runner subprocess died (its output
+// ended with EOF) without an error line of its own, the server guessed memory and returned this.
+grammar!(ollama_runner_exited, r"llama runner exited, you may not have enough available memory to run this model");
 grammar!(ollama_sys, r"model requires more system memory \((?P<req>{SZ})\) than is available \((?P<free>{SZ})\)");
 
 /// Platform and memory space from a ggml buffer-type name (`CUDA0`, `ROCm1`, `Metal`, `Vulkan0`, `SYCL0`, `CPU`, `CUDA_Host`).
@@ -251,6 +255,17 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             let mut h = base("generic.host-oom", m.start(), m.end(), Platform::Cpu, "host", 20);
             h.likely("ggml_init could not allocate the context's buffer from host memory (its malloc returned NULL)");
             h.detail("assertion", "ctx->mem_buffer != NULL");
+            hits.push(h);
+        }
+    }
+    if has(t, "enough available memory to run this model") {
+        for m in ollama_runner_exited().find_iter(t) {
+            // Which memory is not said (the runner may die for host RAM or for the GPU's).
+            let mut h = Hit::new("generic.oom", m.start(), m.end());
+            h.phase = Some(Phase::Load);
+            h.priority = 30;
+            h.likely("Ollama says this whenever its llama runner died without an error line of its own: the runner is most often killed for memory while loading the model, but a crash for any other reason reads the same");
+            h.detail("reported_by", "ollama");
             hits.push(h);
         }
     }

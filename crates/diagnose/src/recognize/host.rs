@@ -67,6 +67,8 @@ use oomdoc_kb::{Phase, Platform};
 /// Literals that can start a block for this module's messages (every grammar's anchor contains one).
 pub const TRIGGERS: &[&str] = &[
     "DefaultCPUAllocator",
+    "enforce fail at CPUAllocator",
+    "enforce fail at alloc_cpu",
     "posix_memalign",
     "Out of memory allocating",
     "allocate of <",
@@ -196,6 +198,7 @@ grammar!(
     r#"\b(?:exit(?:ed)?(?: with)?(?: exit)?|returned non-zero exit|status)(?: status)?(?: code)?:? 137\b|(?i:signal 9 \(SIGKILL\))(?: received by PID \d+)?|died with <Signals\.SIGKILL: 9>|killed by signal: Killed|failed \(exitcode: -9\)(?: local_rank: \d+ \(pid: \d+\))?|(?i:exit_?code)"?:\s*137\b|\breturn code(?::| =)? 137\b|\breturned a non-zero code: 137\b|\b(?:executor failed running \[[^\]\n]*\]|did not complete successfully): exit code: 137\b|\bexits with return code = -9\b|\bWorker \(pid:\d+\) was sent SIGKILL!(?: Perhaps out of memory\?)?|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES[^\n]*\n(?:[^\n]*\n){0,3}?[= ]*EXIT CODE: 9\b"#
 );
 grammar!(shell_killed, r"(?m)^[ \t]*(?:[\w/.\-]+: (?:line \d+: )?)?(?:\[\d+\][ \t]*[+-]?[ \t]*)?(?:\d+[ \t]+)?(?:Killed|killed)(?::[ \t]*9)?(?:[ \t]+[^\n]{1,2000})?[ \t]*$|(?m)(?:it/s|s/it)\]Killed[ \t]*$");
+grammar!(cpu_enforce_only, r"enforce fail at (?:CPUAllocator|alloc_cpu)\.cpp(?::\d+)?");
 grammar!(
     dev_shm,
     r"killed by signal: Bus error\.?[^\n]{0,120}?out of shared memory|DataLoader worker \(pid \d+\) is killed by signal: Bus error\b\.?|Unexpected bus error encountered in worker\. This might be caused by insufficient shared memory(?: \(shm\))?\.?|No space left on device[^\n]{0,80}/dev/shm|unable to (?:open|write to) shared memory object|unable to write to file </torch_\w+>:? No space left on device(?: \(28\))?"
@@ -218,7 +221,9 @@ grammar!(duckdb_in_memory, r"launched in in-memory mode and no temporary directo
 grammar!(oomkilled_false, r#"\bOOMKilled"?:\s*false\b"#);
 grammar!(enospc, r"No space left on device");
 // Objects that live in /dev/shm: semaphores, `shm_open` names (PyTorch's `/torch_<pid>_<n>`).
-grammar!(shm_context, r"/dev/shm|\bSemLock\b|multiprocessing/synchronize\.py|</torch_\w+>|\bshm_open\b|\bsem_open\b|shared memory object|_share_(?:fd|filename)_cpu_");
+// NCCL's `Error while creating shared memory segment PATH (size N), error: No space left on device (28)`
+// (NVIDIA/nccl v2.30.7-1 src/os/linux.cc, v2.7.8-1 src/include/shm.h): its segments live in /dev/shm.
+grammar!(shm_context, r"shared memory segment|/dev/shm|\bSemLock\b|multiprocessing/synchronize\.py|</torch_\w+>|\bshm_open\b|\bsem_open\b|shared memory object|_share_(?:fd|filename)_cpu_");
 
 // Windows ERROR_COMMITMENT_LIMIT (1455): the commit charge (RAM + page file) is used up; Windows
 // prints its text in the system's language, so the number is what is read ("[WinError 1455]",
@@ -274,6 +279,23 @@ fn allocators(t: &str, hits: &mut Vec<Hit>) {
             if let Some(l) = enforce_loc().captures(&t[line_start..m.start()]) {
                 h.detail("location", &l["loc"]);
             }
+            h.flag("framework_pytorch");
+            hits.push(h);
+        }
+    }
+    // The enforce's location without its message (a title, a cut paste): every enforce in
+    // PyTorch's CPU allocator is a failed host allocation — the pointer is null, posix_memalign
+    // failed, or the size is negative (an overflowed request) (pytorch/pytorch
+    // c10/core/CPUAllocator.cpp@014f3e7250b05ccd1528fe433c0f8ef9f55f0528, `alloc_cpu`).
+    if has(t, "enforce fail at CPUAllocator") || has(t, "enforce fail at alloc_cpu") {
+        for m in cpu_enforce_only().find_iter(t) {
+            if hits.iter().any(|h| h.id == "host.cpu-allocator" && h.start <= m.end() + 300 && m.start() <= h.end + 300) {
+                continue;
+            }
+            let mut h = host_hit("host.cpu-allocator", m.start(), m.end());
+            h.priority = 12;
+            h.likely("PyTorch's CPU allocator failed an allocation check; its message (normally 'DefaultCPUAllocator: can't allocate memory') is not in the text");
+            h.detail("allocator", "DefaultCPUAllocator");
             h.flag("framework_pytorch");
             hits.push(h);
         }
@@ -689,7 +711,13 @@ pub fn cpu_only_context(t: &str) -> bool {
 fn prose_around(t: &str, start: usize, end: usize) -> bool {
     let ls = t[..start].rfind('\n').map_or(0, |i| i + 1);
     let le = t[start..].find('\n').map_or(t.len(), |i| start + i);
-    let rest = format!("{} {}", &t[ls..start], &t[end.min(le)..le]);
+    // Only the sentence that holds the match: a launcher's hint after it ("This may have been
+    // caused by an OOM error. Check your command's memory usage.") is not a person writing.
+    let before = &t[ls..start];
+    let bs = before.rfind(". ").map_or(0, |i| i + 2);
+    let after = &t[end.min(le)..le];
+    let ae = after.find(". ").map_or(after.len(), |i| i + 1);
+    let rest = format!("{} {}", &before[bs..], &after[..ae]);
     super::generic::is_prose(&rest)
 }
 

@@ -7,7 +7,9 @@ use crate::grammar;
 use oomdoc_kb::{Phase, Platform};
 use oomdoc_units::DType;
 
-grammar!(oom_tensor, r"OOM when allocating tensor (?:with shape|of shape)\s*\[(?P<dims>[0-9,\s]*)\](?:\s+and type\s+(?P<ty>\w+))?(?:\s+on\s+(?P<dev>[^\s\]]+?))?(?:\s+by allocator\s+(?P<alloc>\w+))?(?:[\s.,\[]|$)");
+// The shape may be cut off ("with shape...") or retyped in parentheses ("with shape (1024, 100, 160)"):
+// the message is TensorFlow's OOM either way (`tensorflow/core/framework/op_kernel.cc`).
+grammar!(oom_tensor, r"OOM when allocating tensor(?: (?:with|of) shape\s*(?:[\[(](?P<dims>[0-9,\s]*)[\])])?)?(?:\s+and type\s+(?P<ty>\w+))?(?:\s+on\s+(?P<dev>[^\s\]]+?))?(?:\s+by allocator\s+(?P<alloc>\w+))?(?:[\s.,\[]|$)");
 grammar!(node, r"\[\[\{\{node (?P<n>[^}]+)\}\}\]\]|\[\[Node: (?P<m>[^\s=]+)");
 
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
@@ -17,13 +19,14 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     for c in oom_tensor().captures_iter(t) {
         let m = c.get(0).unwrap();
         let mut h = Hit::new("tensorflow.oom-tensor", m.start(), m.end());
-        let dims: Vec<u64> = c["dims"].split(',').filter_map(|d| d.trim().parse().ok()).collect();
-        let shape = format!("[{}]", dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(","));
-        h.culprit.shape = Some(shape.clone());
+        let dims: Vec<u64> = c.name("dims").map_or("", |d| d.as_str()).split(',').filter_map(|d| d.trim().parse().ok()).collect();
+        if !dims.is_empty() {
+            h.culprit.shape = Some(format!("[{}]", dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")));
+            h.detail("tensor_shape", dims.clone());
+        }
         h.culprit.dtype = c.name("ty").map(|t| t.as_str().to_string());
-        h.detail("tensor_shape", dims.clone());
         if let Some(dt) = c.name("ty").and_then(|t| DType::from_name(t.as_str())) {
-            let elems = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+            let elems = if dims.is_empty() { None } else { dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d)) };
             if let Some(bytes) = elems.and_then(|e| e.checked_mul(dt.bits() as u64)).map(|b| b.div_ceil(8)) {
                 h.culprit.unpadded_bytes = Some(bytes);
                 h.derive(

@@ -267,7 +267,7 @@ fn report_only(t: &str, hits: &mut Vec<Hit>) {
 
 /// One or more entries of a "Largest program allocations" list pasted alone.
 fn fragment_only(t: &str, hits: &mut Vec<Hit>) {
-    let (Some(at), true) = (t.find("Allocation type:"), has(t, "Shape:") || has(t, "Unpadded size:")) else { return };
+    let (Some(at), true) = (t.find("Allocation type:"), has(t, "Shape:") || has(t, "Unpadded size:") || has(t, "XLA label:")) else { return };
     let start = alloc_entry().find(t).map_or_else(|| t[..at].rfind("Shape:").unwrap_or(at), |m| m.start());
     // Without its heading the list does not name its memory. The report's own vocabulary
     // does: "scoped" allocations make up a VMEM requirement ("Program vmem requirement:

@@ -10,7 +10,7 @@ use oomdoc_kb::{Phase, Platform};
 
 grammar!(oor, r"(?:out of resource:|OutOfResources:)\s*(?P<what>shared memory|tensor memory|threads|registers|[A-Za-z_][\w]*)[\s,>]*Required:\s*(?P<req>\d+)[\s,>]*Hardware limit(?:ation)?:\s*(?P<lim>\d+)");
 grammar!(oor_bare, r"out of resource:\s*(?P<what>shared memory|tensor memory|threads|registers)");
-grammar!(ptxas, r"ptxas\s+error\s*:\s*Entry function '(?P<fn>[^']+)' uses too much shared data \((?P<req>0x[0-9a-fA-F]+) bytes(?:\s*\+\s*(?P<sys>0x[0-9a-fA-F]+) bytes system)?,\s*(?P<lim>0x[0-9a-fA-F]+) max\)");
+grammar!(ptxas, r"ptxas\s+error\s*:\s*Entry function '(?P<fn>[^']+)' uses too much shared data(?: \((?P<req>0x[0-9a-fA-F]+) bytes(?:\s*\+\s*(?P<sys>0x[0-9a-fA-F]+) bytes system)?,\s*(?P<lim>0x[0-9a-fA-F]+) max\))?");
 grammar!(no_valid, r"No valid triton configs");
 grammar!(inductor, r"torch\._inductor|InductorError|triton_(?:per|red|poi|tem|mm)_");
 
@@ -77,7 +77,10 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         for c in ptxas().captures_iter(t) {
             let m = c.get(0).unwrap();
             let mut h = Hit::new("ptxas.shared-data", m.start(), m.end());
-            h.size(SizeKey::Requested, &c["req"]).size(SizeKey::Limit, &c["lim"]);
+            // The sizes may be cut off (a paste that ends at "uses too much shared data").
+            if let (Some(req), Some(lim)) = (c.name("req"), c.name("lim")) {
+                h.size(SizeKey::Requested, req.as_str()).size(SizeKey::Limit, lim.as_str());
+            }
             if let Some(sys) = c.name("sys").and_then(|s| oomdoc_units::parse_size(s.as_str())) {
                 h.detail("system_bytes", sys.bytes);
             }
@@ -86,7 +89,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.platform = Some(Platform::Cuda);
             h.phase = Some(Phase::Compile);
             h.space("shared");
-            if &c["lim"] == "0xc000" {
+            if c.name("lim").is_some_and(|l| l.as_str() == "0xc000") {
                 h.flag("static_shared_limit");
             }
             h.priority = 5;

@@ -82,7 +82,7 @@ pub const RUNTIMES: &[Runtime] = &[
     Runtime { id: "aws-neuron", platform: Platform::Other, calls: r"\bnrt_\w+|\bNRT\b|\bNRT_\w+|\bneuron\w*|\bNeuron\w*" },
     Runtime { id: "ascend-acl", platform: Platform::Npu, calls: r"\bacl[a-z]*[A-Z]\w*|\bACL_\w+|\bAscend\b|\bnpu\w*" },
     Runtime { id: "rknn", platform: Platform::Npu, calls: r"\brknn_\w+|\bRKNN\w*|\brknpu\w*" },
-    Runtime { id: "metal", platform: Platform::Metal, calls: r"\bMTL\w+|\bMetal\b" },
+    Runtime { id: "metal", platform: Platform::Metal, calls: r"\bMTL\w+|\bMetal\b|\bkIOGPU\w+" },
     Runtime { id: "onednn", platform: Platform::Cpu, calls: r"\bdnnl_\w+|\boneDNN\b" },
     Runtime { id: "posix", platform: Platform::Cpu, calls: r"\berrno\b|\bmmap\b|\bmalloc\b|\bposix_memalign\b" },
     Runtime { id: "java", platform: Platform::Cpu, calls: r"\bjava\.lang\.\w+" },
@@ -177,6 +177,10 @@ pub const MEMBERS: &[Member] = &[
     Member { runtime: "ascend-acl", name: "ACL_ERROR_RT_MEMORY_ALLOCATION", value: Some(207_001), space: Device, meaning: Oom, source: ACL, checked: false },
     Member { runtime: "ascend-acl", name: "ACL_ERROR_BAD_ALLOC", value: Some(200_000), space: Either, meaning: Oom, source: ACL, checked: false },
     Member { runtime: "metal", name: "MTLCommandBufferErrorOutOfMemory", value: Some(8), space: Device, meaning: Oom, source: METAL, checked: true },
+    // The IOGPU driver's name for the same command-buffer status, as macOS prints it in
+    // `Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)`; its siblings
+    // (`...ErrorTimeout`, `...ErrorImpactingInteractivity`, `...ErrorSubmissionsIgnored`) are not memory.
+    Member { runtime: "metal", name: "kIOGPUCommandBufferCallbackErrorOutOfMemory", value: None, space: Device, meaning: Oom, source: METAL, checked: false },
     Member { runtime: "onednn", name: "dnnl_out_of_memory", value: Some(1), space: Host, meaning: Oom, source: ONEDNN, checked: true },
     Member { runtime: "posix", name: "ENOMEM", value: Some(12), space: Host, meaning: Oom, source: ERRNO, checked: false },
     Member { runtime: "java", name: "OutOfMemoryError", value: None, space: Host, meaning: Oom, source: JAVA, checked: false },
