@@ -119,6 +119,22 @@ fn no_jax_api_for_a_pytorch_xla_job() {
         let code = x.code.as_deref().unwrap_or("");
         assert!(!code.contains("jax.") && !code.contains("donate_argnums") && !code.contains("NamedSharding"), "{}: {code}", x.id);
     }
+    assert!(fix_ids(&f).contains(&"drop-references-torch-xla"), "{:?}", fix_ids(&f));
+    assert!(f.dead_ends.iter().all(|d| d.id != "clear-caches" && d.id != "gpu-env-vars"), "{:?}", f.dead_ends.iter().map(|d| &d.id).collect::<Vec<_>>());
+}
+
+/// https://github.com/pytorch/xla/issues/2569 — a PyTorch/XLA (fairseq) job on a v2-32; the
+/// quoted line names no framework. The message comes from JAX, Keras and PyTorch/XLA alike,
+/// so the release fix gives both forms, and JAX-only fixes (donation) do not lead.
+#[test]
+fn the_tpu_runtime_message_without_a_framework_gets_each_frameworks_form() {
+    let f = first("2020-10-22 02:48:58 10.128.0.33 [3]   (1) Resource exhausted: Attempting to allocate 180.59M. That was not possible. There are 142.58M free.; (0x3x0_HBM1)");
+    assert_eq!(f.id, "tpu.runtime-buffer");
+    assert!(f.case.frameworks.is_empty(), "{:?}", f.case);
+    assert!(fix_ids(&f).contains(&"drop-references-any") && !fix_ids(&f).contains(&"drop-references"), "{:?}", fix_ids(&f));
+    let any = f.fixes.iter().find(|x| x.id == "drop-references-any").unwrap();
+    let detail = any.detail.as_deref().unwrap_or("");
+    assert!(detail.contains("PyTorch/XLA") && detail.contains("jax.live_arrays"), "{detail}");
 }
 
 /// Every fix shown with public-thread evidence carries its count, and the finding the links.
