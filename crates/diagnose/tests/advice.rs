@@ -637,3 +637,13 @@ fn a_glog_source_path_names_the_framework() {
     assert_eq!(fix_ids(&f).first(), Some(&"tf-memory-growth"), "{:?}", fix_ids(&f));
     assert!(!fix_ids(&f).contains(&"lower-fraction"), "{:?}", fix_ids(&f));
 }
+
+/// https://github.com/verl-project/verl/issues/302 — vLLM's rollout inside verl (its sleep
+/// mode's cumem allocator) ran out of memory; a lower rollout gpu_memory_utilization fixed it.
+/// The allocator's source path names vLLM: its budgets are the fix, not a smaller batch.
+#[test]
+fn vllms_cumem_allocator_gets_vllms_budgets() {
+    let f = first("cuda error: out of memory at /workspace/csrc/cumem_allocator.cpp:62");
+    assert!(f.case.has("vllm"), "{:?}", f.case);
+    assert_eq!(fix_ids(&f).first(), Some(&"vllm-budgets"), "{:?}", fix_ids(&f));
+}
