@@ -647,3 +647,14 @@ fn vllms_cumem_allocator_gets_vllms_budgets() {
     assert!(f.case.has("vllm"), "{:?}", f.case);
     assert_eq!(fix_ids(&f).first(), Some(&"vllm-budgets"), "{:?}", fix_ids(&f));
 }
+
+/// https://github.com/vllm-project/vllm-ascend/issues/1987 — vLLM on Ascend NPUs (vllm-ascend):
+/// torch_npu's message, with vLLM's command line in the report. vllm-ascend's NPU worker sizes
+/// the KV cache from gpu_memory_utilization, so vLLM's budgets are offered, not only torch_npu's.
+#[test]
+fn vllm_on_an_npu_gets_vllms_budgets() {
+    let f = first("export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True\n\nvllm serve /root/autodl-tmp/model/ZhipuAI/GLM-4-32B-0414 \\\n  -tp 2\\\n  --trust-remote-code \\\n  --dtype bfloat16 \\\n  --max-model-len 1024 \\\n  --swap-space 16 \\\n  --gpu-memory-utilization 0.6 \\\n  --served-model-name \"glm4\" \\\n  --host 0.0.0.0 \\\n  --port 8001\n\nRuntimeError: NPU out of memory. Tried to allocate 3.47 GiB (NPU 0; 60.97 GiB total capacity; 58.92 GiB already allocated; 58.92 GiB current active; 1.66 GiB free; 58.95 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.");
+    assert_eq!(f.id, "npu.out-of-memory");
+    assert!(f.case.has("vllm"), "{:?}", f.case);
+    assert!(fix_ids(&f).contains(&"vllm-ascend-budgets"), "{:?}", fix_ids(&f));
+}
