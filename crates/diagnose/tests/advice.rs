@@ -658,3 +658,13 @@ fn vllm_on_an_npu_gets_vllms_budgets() {
     assert!(f.case.has("vllm"), "{:?}", f.case);
     assert!(fix_ids(&f).contains(&"vllm-ascend-budgets"), "{:?}", fix_ids(&f));
 }
+
+/// https://github.com/Comfy-Org/ComfyUI/issues/1246 — after ComfyUI began keeping models in
+/// VRAM, its maintainer added --disable-smart-memory for the old behaviour. A ComfyUI job gets
+/// ComfyUI's own memory options.
+#[test]
+fn comfyui_gets_its_own_memory_options() {
+    let f = first("Error occurred when executing KSamplerAdvanced:\n\nAllocation on device 0 would exceed allowed memory. (out of memory)\nCurrently allocated : 7.99 GiB\nRequested : 10.00 MiB\nDevice limit : 15.99 GiB\nFree (according to CUDA): 6.61 GiB\nPyTorch limit (set by user-supplied memory fraction)\n: 8.00 GiB");
+    assert!(f.case.has("comfyui"), "{:?}", f.case);
+    assert!(fix_ids(&f).contains(&"comfyui-memory-options"), "{:?}", fix_ids(&f));
+}
