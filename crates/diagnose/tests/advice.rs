@@ -668,3 +668,14 @@ fn comfyui_gets_its_own_memory_options() {
     assert!(f.case.has("comfyui"), "{:?}", f.case);
     assert!(fix_ids(&f).contains(&"comfyui-memory-options"), "{:?}", fix_ids(&f));
 }
+
+/// https://github.com/VoltaML/voltaML-fast-stable-diffusion/issues/15 — the OutOfMemory errors
+/// came with "Skipping tactic": the builder skipped tactics whose workspace did not fit and the
+/// engine still built. Where a tactic was skipped, that reading is offered among the fixes.
+#[test]
+fn skipped_tensorrt_tactics_may_be_only_warnings() {
+    let f = first("[12/09/2022-20:25:24] [TRT] [E] 2: [virtualMemoryBuffer.cpp::resizePhysical::145] Error Code 2: OutOfMemory (no further information)\n[12/09/2022-20:25:24] [TRT] [E] 2: [virtualMemoryBuffer.cpp::resizePhysical::145] Error Code 2: OutOfMemory (no further information)\n[12/09/2022-20:25:24] [TRT] [W] Requested amount of GPU memory (17179869184 bytes) could not be allocated. There may not be enough free memory for allocation to succeed.\n[12/09/2022-20:25:25] [TRT] [W] Skipping tactic 8 due to insufficient memory on requested size of 17179869184 detected for tactic 0x000000000000003c.\nTry decreasing the workspace size with IBuilderConfig::setMemoryPoolLimit().");
+    assert_eq!(f.id, "tensorrt.out-of-memory");
+    assert!(fix_ids(&f).contains(&"skipped-tactics-only"), "{:?}", fix_ids(&f));
+    assert!(categories(&f).contains(&"not-a-memory-problem"), "{:?}", categories(&f));
+}
