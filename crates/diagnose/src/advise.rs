@@ -233,8 +233,10 @@ fn names_a_mechanism(condition: &str) -> bool {
 const HEDGES: [&str; 4] = ["fragmentation_possible", "!xla_generated_op", "held_outside_allocator", "free_covers_request"];
 
 /// Whether the log's numbers establish the mechanism a fix with these conditions treats.
+/// A TensorRT tactic skipped for lack of memory is not fatal by itself (the builder goes on
+/// with other tactics): it establishes the cause of that line, not which fix the job needs.
 fn singles_out(when: &[String]) -> bool {
-    when.iter().any(|w| names_a_mechanism(w))
+    when.iter().any(|w| names_a_mechanism(w) && w != "tactic_skipped")
 }
 
 /// Which memory an entry's failure exhausts, coarsely: an accelerator's main memory

@@ -119,6 +119,22 @@ fn no_jax_api_for_a_pytorch_xla_job() {
         let code = x.code.as_deref().unwrap_or("");
         assert!(!code.contains("jax.") && !code.contains("donate_argnums") && !code.contains("NamedSharding"), "{}: {code}", x.id);
     }
+    assert!(fix_ids(&f).contains(&"drop-references-torch-xla"), "{:?}", fix_ids(&f));
+    assert!(f.dead_ends.iter().all(|d| d.id != "clear-caches" && d.id != "gpu-env-vars"), "{:?}", f.dead_ends.iter().map(|d| &d.id).collect::<Vec<_>>());
+}
+
+/// https://github.com/pytorch/xla/issues/2569 — a PyTorch/XLA (fairseq) job on a v2-32; the
+/// quoted line names no framework. The message comes from JAX, Keras and PyTorch/XLA alike,
+/// so the release fix gives both forms, and JAX-only fixes (donation) do not lead.
+#[test]
+fn the_tpu_runtime_message_without_a_framework_gets_each_frameworks_form() {
+    let f = first("2020-10-22 02:48:58 10.128.0.33 [3]   (1) Resource exhausted: Attempting to allocate 180.59M. That was not possible. There are 142.58M free.; (0x3x0_HBM1)");
+    assert_eq!(f.id, "tpu.runtime-buffer");
+    assert!(f.case.frameworks.is_empty(), "{:?}", f.case);
+    assert!(fix_ids(&f).contains(&"drop-references-any") && !fix_ids(&f).contains(&"drop-references"), "{:?}", fix_ids(&f));
+    let any = f.fixes.iter().find(|x| x.id == "drop-references-any").unwrap();
+    let detail = any.detail.as_deref().unwrap_or("");
+    assert!(detail.contains("PyTorch/XLA") && detail.contains("jax.live_arrays"), "{detail}");
 }
 
 /// Every fix shown with public-thread evidence carries its count, and the finding the links.
@@ -620,4 +636,46 @@ fn a_glog_source_path_names_the_framework() {
     assert!(f.case.has("tensorflow"), "{:?}", f.case);
     assert_eq!(fix_ids(&f).first(), Some(&"tf-memory-growth"), "{:?}", fix_ids(&f));
     assert!(!fix_ids(&f).contains(&"lower-fraction"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/verl-project/verl/issues/302 — vLLM's rollout inside verl (its sleep
+/// mode's cumem allocator) ran out of memory; a lower rollout gpu_memory_utilization fixed it.
+/// The allocator's source path names vLLM: its budgets are the fix, not a smaller batch.
+#[test]
+fn vllms_cumem_allocator_gets_vllms_budgets() {
+    let f = first("cuda error: out of memory at /workspace/csrc/cumem_allocator.cpp:62");
+    assert!(f.case.has("vllm"), "{:?}", f.case);
+    assert_eq!(fix_ids(&f).first(), Some(&"vllm-budgets"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/vllm-project/vllm-ascend/issues/1987 — vLLM on Ascend NPUs (vllm-ascend):
+/// torch_npu's message, with vLLM's command line in the report. vllm-ascend's NPU worker sizes
+/// the KV cache from gpu_memory_utilization, so vLLM's budgets are offered, not only torch_npu's.
+#[test]
+fn vllm_on_an_npu_gets_vllms_budgets() {
+    let f = first("export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True\n\nvllm serve /root/autodl-tmp/model/ZhipuAI/GLM-4-32B-0414 \\\n  -tp 2\\\n  --trust-remote-code \\\n  --dtype bfloat16 \\\n  --max-model-len 1024 \\\n  --swap-space 16 \\\n  --gpu-memory-utilization 0.6 \\\n  --served-model-name \"glm4\" \\\n  --host 0.0.0.0 \\\n  --port 8001\n\nRuntimeError: NPU out of memory. Tried to allocate 3.47 GiB (NPU 0; 60.97 GiB total capacity; 58.92 GiB already allocated; 58.92 GiB current active; 1.66 GiB free; 58.95 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.");
+    assert_eq!(f.id, "npu.out-of-memory");
+    assert!(f.case.has("vllm"), "{:?}", f.case);
+    assert!(fix_ids(&f).contains(&"vllm-ascend-budgets"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/Comfy-Org/ComfyUI/issues/1246 — after ComfyUI began keeping models in
+/// VRAM, its maintainer added --disable-smart-memory for the old behaviour. A ComfyUI job gets
+/// ComfyUI's own memory options.
+#[test]
+fn comfyui_gets_its_own_memory_options() {
+    let f = first("Error occurred when executing KSamplerAdvanced:\n\nAllocation on device 0 would exceed allowed memory. (out of memory)\nCurrently allocated : 7.99 GiB\nRequested : 10.00 MiB\nDevice limit : 15.99 GiB\nFree (according to CUDA): 6.61 GiB\nPyTorch limit (set by user-supplied memory fraction)\n: 8.00 GiB");
+    assert!(f.case.has("comfyui"), "{:?}", f.case);
+    assert!(fix_ids(&f).contains(&"comfyui-memory-options"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/VoltaML/voltaML-fast-stable-diffusion/issues/15 — the OutOfMemory errors
+/// came with "Skipping tactic": the builder skipped tactics whose workspace did not fit and the
+/// engine still built. Where a tactic was skipped, that reading is offered among the fixes.
+#[test]
+fn skipped_tensorrt_tactics_may_be_only_warnings() {
+    let f = first("[12/09/2022-20:25:24] [TRT] [E] 2: [virtualMemoryBuffer.cpp::resizePhysical::145] Error Code 2: OutOfMemory (no further information)\n[12/09/2022-20:25:24] [TRT] [E] 2: [virtualMemoryBuffer.cpp::resizePhysical::145] Error Code 2: OutOfMemory (no further information)\n[12/09/2022-20:25:24] [TRT] [W] Requested amount of GPU memory (17179869184 bytes) could not be allocated. There may not be enough free memory for allocation to succeed.\n[12/09/2022-20:25:25] [TRT] [W] Skipping tactic 8 due to insufficient memory on requested size of 17179869184 detected for tactic 0x000000000000003c.\nTry decreasing the workspace size with IBuilderConfig::setMemoryPoolLimit().");
+    assert_eq!(f.id, "tensorrt.out-of-memory");
+    assert!(fix_ids(&f).contains(&"skipped-tactics-only"), "{:?}", fix_ids(&f));
+    assert!(categories(&f).contains(&"not-a-memory-problem"), "{:?}", categories(&f));
 }

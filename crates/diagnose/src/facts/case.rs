@@ -158,10 +158,17 @@ pub fn read(f: &Finding, block: &str, elsewhere: &BTreeMap<String, VersionFact>)
             case.frameworks.insert(0, fw.to_string());
         }
     }
+    settings(block, &mut case);
+    // vLLM's own engine arguments stated in the log (its command line, its config dump) say
+    // the job runs vLLM even where no traceback line names it: vllm-ascend on NPUs, or a
+    // failure paragraph apart from the command. No other engine has these names.
+    let engines = ["vllm", "sglang", "tgi", "ollama", "llama.cpp"];
+    if !engines.iter().any(|e| case.has(e)) && ["gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens"].iter().any(|k| case.settings.contains_key(*k)) {
+        case.frameworks.insert(0, "vllm".to_string());
+    }
     case.workload = workload(f, &case, block);
     case.os = os(f, block);
     versions(f, block, elsewhere, &mut case.versions);
-    settings(block, &mut case);
     if f.memory_space.as_deref() == Some("host") || f.id.starts_with("host.") {
         case.memory_limit = if host_cgroup().is_match(block) {
             Some("cgroup".into())
