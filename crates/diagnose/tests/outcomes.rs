@@ -500,14 +500,14 @@ fn outcomes() {
 }
 
 // Measured 2026-11-26 on the 362 corpus records (each record's own thread held out of the
-// entry's, family's and memory group's counts, and of the known regressions): detected 314
-// (87%), fix 1 174 (55%), among fixes 1-3 262 (83%), harmful first fix 27 (8.6%), no first fix
+// entry's, family's and memory group's counts, and of the known regressions): detected 328
+// (91%), fix 1 181 (55%), among fixes 1-3 271 (83%), harmful first fix 29 (8.8%), no first fix
 // that contradicts the thread (the one there was, tpu.runtime-buffer's JAX fix for a PyTorch/XLA
 // job whose log names no framework, now gives both frameworks' forms). The 303 records before this session's 59 gave fix 1 59% and harmful 17:
 // the new threads were harder, and the floors follow the corpus as committed, a point or two
 // below so that records added do not fail the test by themselves; worse advice does.
 // The held-out sets (c-heldout.jsonl, d-heldout-*.jsonl) are reported, not asserted: no floor is fitted to them.
-const FLOOR_DETECTED_PCT: u32 = 85;
+const FLOOR_DETECTED_PCT: u32 = 88;
 const FLOOR_FIX1_PCT: u32 = 54;
 const FLOOR_TOP3_PCT: u32 = 82;
 const CEILING_HARMFUL_PCT: u32 = 9;
