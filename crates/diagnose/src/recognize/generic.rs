@@ -357,7 +357,10 @@ grammar!(exception_start, r"\b[A-Z]\w*(?:Error|Exception)\b:|\bFATAL ERROR\b");
 // A kill that says why: "neuronx-cc was forcibly killed - This most commonly occurs due to insufficient
 // system memory" (not for a bare "OOM", which a kill line only guesses at).
 grammar!(killed_for, r"(?i)\bkilled\b");
-grammar!(page_lock, r"\b(?:mlock|munlock|mlockall|VirtualLock)\b|RLIMIT_MEMLOCK|RLIMIT_MLOCK");
+// Also in words: "Unable to lock JVM Memory: error=12" (Elasticsearch's mlockall warning),
+// "Error locking page at 0x…: Cannot allocate memory" (Monero's mlocker). "page-locked" (CUDA's
+// pinned host memory, a real allocation) is not locking pages that exist.
+grammar!(page_lock, r"\b(?:mlock|munlock|mlockall|mlocker|VirtualLock)\b|RLIMIT_MEMLOCK|RLIMIT_MLOCK|(?i:\block(?:ing)? (?:\w+ ){0,2}(?:memory|pages?)\b)");
 grammar!(alloc_words, r"(?i)\balloc\w*[ _](?:fail|error)|\bfailed to alloc|\bunable to alloc|\bout of (?:\w+ )?memory");
 // A runtime's device allocation call that failed. Without a status that says why, lack of
 // memory is the usual reason (DirectML's `CHECK failed: ... CreateCommittedResource ... >= 0`).
@@ -1044,6 +1047,9 @@ mod tests {
     #[test]
     fn page_locking_is_not_allocation() {
         // abetlen/llama-cpp-python#708: mlock refused at RLIMIT_MEMLOCK, the model still loads.
+        // elastic/elasticsearch#11433 and monero-project/monero#4766: the same refusal in words.
+        assert!(all("[2015-05-30 11:23:53,596][WARN ][bootstrap                ] Unable to lock JVM Memory: error=12,reason=Cannot allocate memory. This can result in part of the JVM being swapped out").is_empty());
+        assert!(all("ERROR\tdefault\tcontrib/epee/src/mlocker.cpp:63\tError locking page at 0x5595b3078000: Cannot allocate memory").is_empty());
         assert!(all("warning: failed to mlock 39813120-byte buffer (after previously locking 4106670080 bytes): Cannot allocate memory\nTry increasing RLIMIT_MLOCK ('ulimit -l' as root).").is_empty());
     }
 
