@@ -72,6 +72,7 @@ pub const RUNTIMES: &[Runtime] = &[
     Runtime { id: "cusolver", platform: Platform::Cuda, calls: r"(?i:\bcusolver)\w*" },
     Runtime { id: "cusparse", platform: Platform::Cuda, calls: r"(?i:\bcusparse)\w*" },
     Runtime { id: "hip", platform: Platform::Rocm, calls: r"\bhip[A-Z]\w*|\bHIP (?:error|Error|ERROR)\b" },
+    Runtime { id: "hsa", platform: Platform::Rocm, calls: r"\bhsa_\w+|\bHSA_STATUS_\w+" },
     Runtime { id: "rocblas", platform: Platform::Rocm, calls: r"\brocblas_\w*" },
     Runtime { id: "miopen", platform: Platform::Rocm, calls: r"(?i:\bmiopen)\w*" },
     Runtime { id: "level-zero", platform: Platform::Xpu, calls: r"\bze[A-Z]\w*|\bZE_RESULT_\w+|\bLevel[ _]Zero\b" },
@@ -123,6 +124,8 @@ const NOT_INIT: &str = "the library could not create its handle; with no other e
 const CUDNN_CTX: &str = "cuDNN reports an allocation it could not make inside a kernel call this way; a memory line near it says it was memory";
 const CL_RES: &str = "CL_OUT_OF_RESOURCES is any device resource the OpenCL implementation could not allocate; device memory is the usual one";
 const UR_RES: &str = "UR_RESULT_ERROR_OUT_OF_RESOURCES is any resource the SYCL/Unified Runtime adapter could not allocate; device memory is the usual one";
+const HSA: &str = "ROCm/ROCR-Runtime:src/inc/hsa.h (hsa_status_t: HSA_STATUS_ERROR_OUT_OF_RESOURCES = 0x1008, 'The HSA runtime failed to allocate the necessary resources'), read in the code index's copies, not at a tag";
+const HSA_RES: &str = "HSA_STATUS_ERROR_OUT_OF_RESOURCES: the ROCm (HSA) runtime could not allocate a resource (device or host memory, or the threads and OS events it creates); memory is the usual one";
 const NRT_RES: &str = "NRT_RESOURCE: the Neuron runtime could not allocate a resource for the operation; device memory is the usual one";
 
 use Meaning::{Likely, NotMemory, Oom};
@@ -169,6 +172,7 @@ pub const MEMBERS: &[Member] = &[
     Member { runtime: "windows", name: "DXGI_ERROR_DEVICE_REMOVED", value: Some(0x887A_0005), space: Device, meaning: NotMemory, source: DXGI, checked: true },
     Member { runtime: "windows", name: "DXGI_ERROR_DEVICE_HUNG", value: Some(0x887A_0006), space: Device, meaning: NotMemory, source: DXGI, checked: true },
     Member { runtime: "windows", name: "DXGI_ERROR_DEVICE_RESET", value: Some(0x887A_0007), space: Device, meaning: NotMemory, source: DXGI, checked: true },
+    Member { runtime: "hsa", name: "HSA_STATUS_ERROR_OUT_OF_RESOURCES", value: Some(0x1008), space: Device, meaning: Likely { reason: HSA_RES, needs_memory_context: false }, source: HSA, checked: false },
     Member { runtime: "aws-neuron", name: "NRT_RESOURCE", value: Some(4), space: Device, meaning: Likely { reason: NRT_RES, needs_memory_context: false }, source: NEURON, checked: true },
     Member { runtime: "aws-neuron", name: "NRT_FAIL_HOST_MEM_ALLOC", value: Some(11), space: Host, meaning: Oom, source: NEURON, checked: true },
     Member { runtime: "aws-neuron", name: "NRT_LOAD_NOT_ENOUGH_NC", value: Some(9), space: Device, meaning: NotMemory, source: NEURON, checked: true },
