@@ -113,6 +113,20 @@ impl Browser {
         self.call_session("POST", "/execute/sync", Some(json!({ "script": js, "args": args })))
     }
 
+    /// The page's address once it holds every one of `parts`: a click that submits a form or
+    /// follows a link returns before the new page is there, and the old page's elements are
+    /// still found meanwhile. The bound is a hang guard, not a time limit on the page.
+    fn url_with(&self, parts: &[&str]) -> String {
+        let guard = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            let url = self.script("return location.href").as_str().unwrap_or("").to_string();
+            if parts.iter().all(|p| url.contains(p)) || std::time::Instant::now() > guard {
+                return url;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     /// Put text into a field as a paste does (typing a long log key by key is slow and
     /// turns some characters into key presses).
     fn paste_into(&self, css: &str, text: &str) {
@@ -288,13 +302,12 @@ fn team_page_filters_in_the_url_and_exports_the_selection() {
     // Filter by cluster through the form: the URL holds the filter.
     browser.paste_into("#team-filter input[name='cluster']", "a100-east");
     browser.click("#team-filter button[type='submit']");
-    browser.find("#fleet-total");
-    let url = browser.script("return location.href").as_str().unwrap().to_string();
+    let url = browser.url_with(&["cluster=a100-east"]);
     assert!(url.contains("cluster=a100-east"), "{url}");
     assert!(browser.text("#fleet-total").starts_with("2 failed jobs"), "{}", browser.text("#fleet-total"));
     // Drill down to one host from the table; both filters stay in the URL.
     browser.click("#by-host a[href*='host=n2']");
-    let url = browser.script("return location.href").as_str().unwrap().to_string();
+    let url = browser.url_with(&["cluster=a100-east", "host=n2"]);
     assert!(url.contains("cluster=a100-east") && url.contains("host=n2"), "{url}");
     assert!(browser.text("#fleet-total").starts_with("1 failed jobs"), "{}", browser.text("#fleet-total"));
     // The same view opened afresh from its URL (shared with a colleague).
