@@ -131,6 +131,19 @@ impl Figures {
         self.harmful += o.harmful;
         self.dead_end_worked += o.dead_end_worked;
     }
+    /// One line of a set's figures: "NAME: N records, detected …".
+    fn summary(&self, name: &str) -> String {
+        format!(
+            "{name}: {} records, detected {}, fix 1 {} ({}), among 1-3 {} ({}), harmful fix 1 {}\n",
+            self.records,
+            self.detected,
+            self.fix1,
+            Figures::pct(self.fix1, self.detected),
+            self.top3,
+            Figures::pct(self.top3, self.detected),
+            self.harmful
+        )
+    }
     fn pct(n: u32, d: u32) -> String {
         if d == 0 {
             "-".into()
@@ -424,16 +437,7 @@ fn outcomes() {
             &family_rows(&records, &diagnosed, |r| r.held_out && r.file == file, Ranking::Measured, &fresh, false),
         );
         report += &t;
-        report += &format!(
-            "held-out set {file}: {} records, detected {}, fix 1 {} ({}), among 1-3 {} ({}), harmful fix 1 {}\n",
-            h.records,
-            h.detected,
-            h.fix1,
-            Figures::pct(h.fix1, h.detected),
-            h.top3,
-            Figures::pct(h.top3, h.detected),
-            h.harmful
-        );
+        report += &h.summary(&format!("held-out set {file}"));
     }
     // All held-out sets together.
     let (t, held_out_all) = table(
@@ -441,17 +445,7 @@ fn outcomes() {
         &family_rows(&records, &diagnosed, |r| r.held_out, Ranking::Measured, &fresh, false),
     );
     report += &t;
-    let h = held_out_all;
-    report += &format!(
-        "held-out sets together: {} records, detected {}, fix 1 {} ({}), among 1-3 {} ({}), harmful fix 1 {}\n",
-        h.records,
-        h.detected,
-        h.fix1,
-        Figures::pct(h.fix1, h.detected),
-        h.top3,
-        Figures::pct(h.top3, h.detected),
-        h.harmful
-    );
+    report += &held_out_all.summary("held-out sets together");
     report += &format!("\nharmful first fixes (held out of the counts):\n{}\n", harmful_lines(&records, &diagnosed, &fresh).join("\n"));
     let contradictions = contradiction_lines(&records, &diagnosed, &fresh);
     report += &format!(

@@ -195,20 +195,17 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
-    if has(t, "CUDA runtime error: out of memory") {
-        for m in turbomind_oom().find_iter(t) {
-            let mut h = Hit::new("lmdeploy.turbomind-oom", m.start(), m.end());
-            h.detail("cuda_error", "cudaErrorMemoryAllocation");
-            h.space("device");
-            h.platform = Some(Platform::Cuda);
-            h.phase = Some(Phase::Runtime);
-            h.priority = 12;
-            hits.push(h);
+    // Engines that print the CUDA runtime's cudaErrorMemoryAllocation in words of their own.
+    let engines: [(&str, &regex::Regex, &str); 2] = [
+        ("CUDA runtime error: out of memory", turbomind_oom(), "lmdeploy.turbomind-oom"),
+        ("failed with error out of memory", ct2_cuda_oom(), "ctranslate2.cuda-oom"),
+    ];
+    for (needle, grammar, id) in engines {
+        if !has(t, needle) {
+            continue;
         }
-    }
-    if has(t, "failed with error out of memory") {
-        for m in ct2_cuda_oom().find_iter(t) {
-            let mut h = Hit::new("ctranslate2.cuda-oom", m.start(), m.end());
+        for m in grammar.find_iter(t) {
+            let mut h = Hit::new(id, m.start(), m.end());
             h.detail("cuda_error", "cudaErrorMemoryAllocation");
             h.space("device");
             h.platform = Some(Platform::Cuda);
