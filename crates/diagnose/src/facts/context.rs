@@ -82,40 +82,39 @@ pub fn status_near(t: &str, at: usize) -> Option<String> {
     })
 }
 
-pub fn shows_training(t: &str) -> bool {
-    training().is_match(t)
-}
-
 grammar!(evaluation, r"(?i)\b(?:evaluat(?:e|ion|ing)|validat(?:e|ion|ing)|epochval|validation_step|evaluation_loop|eval_step|prediction_step)\b|\bdef (?:eval|test)\w*|model\.eval\(\)");
-
-/// The failure sits in an evaluation or validation step of the program.
-pub fn shows_evaluation(t: &str) -> bool {
-    evaluation().is_match(t)
-}
 
 // A Python traceback through torch.load's module (either path separator).
 grammar!(checkpoint_load, r"torch[/\\]serialization\.py");
 
-/// The failure happens while `torch.load` restores a checkpoint's tensors.
-pub fn shows_checkpoint_load(t: &str) -> bool {
-    checkpoint_load().is_match(t)
-}
-
 // TensorFlow builds a graph-mode variable's initial value under the name scope
 // `Initializer` (resource_variable_ops.py), so its ops are named `<variable>/Initializer/...`.
 grammar!(variable_initializer, r"\w/Initializer/\w");
-
-/// The failing node initializes a TensorFlow variable: no input batch is on the device yet.
-pub fn shows_variable_initialization(t: &str) -> bool {
-    variable_initializer().is_match(t)
-}
 
 // torch.utils.data's own reports of a worker process that died: "DataLoader worker (pid 629) is
 // killed by signal: Killed.", "DataLoader worker (pid(s) 2150614) exited unexpectedly", and the
 // 0.4 wording without the pid, "DataLoader worker is killed by signal: Killed.".
 grammar!(dataloader_worker_died, r"DataLoader worker (?:\(pid(?:\(s\))?[^)\n]*\) )?(?:is killed by signal|exited unexpectedly)");
 
-/// The log reports a PyTorch DataLoader worker that was killed or exited unexpectedly.
-pub fn shows_dataloader_worker_died(t: &str) -> bool {
-    dataloader_worker_died().is_match(t)
+// PyTorch's DataLoader names its workers when one dies (`DataLoader worker (pid N) is killed by
+// signal`, `DataLoader worker (pid(s) N) exited unexpectedly`, torch/utils/data/_utils/signal_handling.py
+// and dataloader.py); configs and commands name `num_workers`.
+grammar!(worker_processes, r"(?i)DataLoader worker|_MultiProcessingDataLoaderIter|\bnum_workers\b|\bworkers?\b[^\n]{0,40}(?:killed|exited unexpectedly)");
+
+/// What the block shows of the job, each cue with the knowledge-base condition it sets:
+/// a backward pass, an evaluation step, `torch.load` restoring a checkpoint, a TensorFlow
+/// variable's initializer (no batch on the device yet), a DataLoader worker that died, and
+/// worker processes at all.
+const CUES: &[(&str, fn() -> &'static regex::Regex)] = &[
+    ("training", training),
+    ("evaluation_phase", evaluation),
+    ("checkpoint_load", checkpoint_load),
+    ("variable_initialization", variable_initializer),
+    ("dataloader_worker_killed", dataloader_worker_died),
+    ("worker_processes", worker_processes),
+];
+
+/// The conditions of [`CUES`] that hold in `t`.
+pub fn cue_conditions(t: &str) -> impl Iterator<Item = &'static str> + '_ {
+    CUES.iter().filter(|(_, cue)| cue().is_match(t)).map(|(condition, _)| *condition)
 }

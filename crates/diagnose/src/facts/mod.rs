@@ -41,10 +41,6 @@ impl Facts {
     }
 }
 
-// PyTorch's DataLoader names its workers when one dies (`DataLoader worker (pid N) is killed by
-// signal`, `DataLoader worker (pid(s) N) exited unexpectedly`, torch/utils/data/_utils/signal_handling.py
-// and dataloader.py); configs and commands name `num_workers`.
-crate::grammar!(worker_processes, r"(?i)DataLoader worker|_MultiProcessingDataLoaderIter|\bnum_workers\b|\bworkers?\b[^\n]{0,40}(?:killed|exited unexpectedly)");
 crate::grammar!(more_than_an_exabyte, r"(?i)\bmore than 1\s?Ei?B\b");
 // A byte count of 16 digits or more stated anywhere in the block (`Unable to allocate
 // 8446744063349813240 bytes`), where the message's own grammar read no size.
@@ -188,23 +184,8 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str) -> Fact
     }
     // Frameworks, workload, OS and stated settings (the case).
     case_conditions(&f.case, &mut x);
-    if context::shows_training(block) {
-        x.set("training");
-    }
-    if context::shows_evaluation(block) {
-        x.set("evaluation_phase");
-    }
-    if context::shows_checkpoint_load(block) {
-        x.set("checkpoint_load");
-    }
-    if context::shows_variable_initialization(block) {
-        x.set("variable_initialization");
-    }
-    if context::shows_dataloader_worker_died(block) {
-        x.set("dataloader_worker_killed");
-    }
-    if worker_processes().is_match(block) {
-        x.set("worker_processes");
+    for condition in context::cue_conditions(block) {
+        x.set(condition);
     }
     // No device or host has a pebibyte: a request that large is a wrong size (corrupt data,
     // an overflowed or uninitialised shape), not a shortage. Allocators that cannot print a
