@@ -205,24 +205,16 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             continue;
         }
         for m in grammar.find_iter(t) {
-            let mut h = Hit::new(id, m.start(), m.end());
+            let mut h = Hit::new(id, m.start(), m.end()).on(Platform::Cuda).during(Phase::Runtime).in_space("device").ranked(12);
             h.detail("cuda_error", "cudaErrorMemoryAllocation");
-            h.space("device");
-            h.platform = Some(Platform::Cuda);
-            h.phase = Some(Phase::Runtime);
-            h.priority = 12;
             hits.push(h);
         }
     }
     if has(t, "to avoid CL_OUT_OF_RESOURCES exception") {
         for m in ov_cl_resources().find_iter(t) {
-            let mut h = Hit::new("generic.device-oom", m.start(), m.end());
+            let mut h = Hit::new("generic.device-oom", m.start(), m.end()).on(Platform::Other).during(Phase::Runtime).in_space("device").ranked(12);
             h.likely("OpenVINO's GPU plugin reports CL_OUT_OF_RESOURCES this way; the plugin itself says it is either device memory exhausted or a lost device");
             h.detail("runtime", "opencl").detail("status", "CL_OUT_OF_RESOURCES").detail("status_value", -5);
-            h.space("device");
-            h.platform = Some(Platform::Other);
-            h.phase = Some(Phase::Runtime);
-            h.priority = 12;
             hits.push(h);
         }
     }
