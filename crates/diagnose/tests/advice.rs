@@ -679,3 +679,23 @@ fn skipped_tensorrt_tactics_may_be_only_warnings() {
     assert!(fix_ids(&f).contains(&"skipped-tactics-only"), "{:?}", fix_ids(&f));
     assert!(categories(&f).contains(&"not-a-memory-problem"), "{:?}", categories(&f));
 }
+
+/// https://github.com/tensorflow/tensorflow/issues/36025 — fixed by memory growth. TensorFlow's
+/// conv kernel could not list cuDNN's algorithms (`conv_ops_gpu.cc`: "This is probably because
+/// cuDNN failed to initialize"): a masked out-of-memory, likely (a version mismatch reads the
+/// same), in TensorFlow, so its memory-growth setting comes first.
+#[test]
+fn tensorflow_cudnn_failed_to_initialize_is_a_likely_masked_oom_with_memory_growth_first() {
+    let f = first("Unknown: Failed to get convolution algorithm. This is probably because cuDNN failed to initialize, so try looking to see if a warning log message was printed above.");
+    assert_eq!(f.id, "xla-gpu.masked-cudnn");
+    assert_eq!(format!("{:?}", f.confidence).to_lowercase(), "likely");
+    assert_eq!(fix_ids(&f).first(), Some(&"tf-memory-growth"), "{:?}", fix_ids(&f));
+    // TensorFlow's own version-mismatch line above it says the library did not load: no finding.
+    // (Both lines copied from one public write-up of a TF-TRT setup, where they came from two
+    // runs; joined here to test the guard.)
+    let r = diagnose_text(
+        "E tensorflow/stream_executor/cuda/cuda_dnn.cc:343] Loaded runtime CuDNN library: 7.1.3 but source was compiled with: 7.2.1. CuDNN library major and minor version needs to match or have higher minor version in case of CuDNN 7.0 or later version.\nUnknownError (see above for traceback): Failed to get convolution algorithm. This is probably because cuDNN failed to initialize, so try looking to see if a warning log message was printed above.",
+        &Options::default(),
+    );
+    assert!(r.findings.iter().all(|f| f.id != "xla-gpu.masked-cudnn"), "{:?}", r.findings.iter().map(|f| &f.id).collect::<Vec<_>>());
+}
