@@ -699,3 +699,20 @@ fn tensorflow_cudnn_failed_to_initialize_is_a_likely_masked_oom_with_memory_grow
     );
     assert!(r.findings.iter().all(|f| f.id != "xla-gpu.masked-cudnn"), "{:?}", r.findings.iter().map(|f| &f.id).collect::<Vec<_>>());
 }
+
+/// https://github.com/TL-System/plato/issues/241 — fixed by the file_system sharing strategy.
+/// `unable to open shared memory object … in read-write mode` with no reason after it is a
+/// full /dev/shm or the open-file limit: likely, and the strategy that works around the
+/// descriptor limit is a fix there, not a dead end.
+#[test]
+fn shm_open_with_no_reason_offers_the_file_system_strategy() {
+    let f = first("RuntimeError: unable to open shared memory object </torch_blabla> in read-write mode");
+    assert_eq!(f.id, "host.dev-shm");
+    assert_eq!(format!("{:?}", f.confidence).to_lowercase(), "likely");
+    assert!(fix_ids(&f).contains(&"file-system-strategy-fd-limit"), "{:?}", fix_ids(&f));
+    assert!(f.dead_ends.iter().all(|d| d.id != "file-system-strategy"));
+    // With the reason stated (a full /dev/shm) the strategy stays a dead end.
+    // (https://github.com/idiap/ESLAM/issues/20, in tests/corpus/families/hosts-2.jsonl)
+    let f = first("RuntimeError: unable to write to file </torch_31911_952036340_6686>: No space left on device (28)");
+    assert!(!fix_ids(&f).contains(&"file-system-strategy-fd-limit"), "{:?}", fix_ids(&f));
+}
