@@ -716,3 +716,14 @@ fn shm_open_with_no_reason_offers_the_file_system_strategy() {
     let f = first("RuntimeError: unable to write to file </torch_31911_952036340_6686>: No space left on device (28)");
     assert!(!fix_ids(&f).contains(&"file-system-strategy-fd-limit"), "{:?}", fix_ids(&f));
 }
+
+/// Compilers killed for memory, as their drivers report it: GCC's older ICE form
+/// (https://github.com/JakobEngel/dso/issues/8, fixed with `make -j4`) and nvcc naming the
+/// stage that died (https://github.com/cms-sw/cmssw/issues/43117).
+#[test]
+fn a_compiler_stage_killed_is_a_compiler_oom() {
+    for t in ["c++: internal compiler error: Killed (program cc1plus)", "nvcc error   : 'cudafe++' died due to signal 9 (Kill signal)"] {
+        let f = first(t);
+        assert_eq!((f.id.as_str(), f.memory_space.as_deref()), ("host.compiler-oom", Some("host")), "{t}");
+    }
+}

@@ -78,6 +78,7 @@ pub const TRIGGERS: &[&str] = &[
     "exitcode: -9",
     "SIGKILL",
     "Killed: 9",
+    "internal compiler error: Killed",
     "Memory cgroup out of memory",
     "invoked oom-killer",
     "[Errno 12]",
@@ -206,7 +207,7 @@ grammar!(
 );
 grammar!(
     llvm_oom,
-    r"LLVM ERROR: (?:out of memory|Allocation failed|Cannot allocate memory)|'cicc' died due to signal 9|Killed signal terminated program (?:cc1plus|cc1|cicc)|virtual memory exhausted: Cannot allocate memory|cc1plus: out of memory|error: [^\n]{0,300}: Cannot allocate memory"
+    r"LLVM ERROR: (?:out of memory|Allocation failed|Cannot allocate memory)|'(?:cicc|cudafe\+\+|ptxas|nvlink|fatbinary|nvcc)' died due to signal 9|Killed signal terminated program (?:cc1plus|cc1|cicc|lto1|f951)|internal compiler error: Killed \(program (?:cc1plus|cc1|lto1|f951|cicc)\)|virtual memory exhausted: Cannot allocate memory|cc1plus: out of memory|error: [^\n]{0,300}: Cannot allocate memory"
 );
 
 // DuckDB (src/storage/standard_buffer_manager.cpp, EvictBlocksOrThrow): "failed to allocate
@@ -688,7 +689,11 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
-    if has(t, "LLVM ERROR") || has(t, "signal 9") || has(t, "Cannot allocate memory") || has(t, "Killed signal") || has(t, "cc1plus") {
+    // nvcc names the stage it ran when the stage dies (`'cudafe++' died due to signal 9 (Kill
+    // signal)`); GCC's driver reports a killed compiler proper as `internal compiler error:
+    // Killed (program cc1plus)` in older releases and `Killed signal terminated program cc1plus`
+    // in newer ones (the driver's execute()) — on a build host that is the OOM killer's SIGKILL.
+    if has(t, "LLVM ERROR") || has(t, "signal 9") || has(t, "Cannot allocate memory") || has(t, "Killed signal") || has(t, "cc1plus") || has(t, "error: Killed (program") {
         for m in llvm_oom().find_iter(t) {
             let mut h = host_hit("host.compiler-oom", m.start(), m.end());
             h.phase = Some(Phase::Compile);
