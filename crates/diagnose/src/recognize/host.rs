@@ -83,7 +83,6 @@ pub const TRIGGERS: &[&str] = &[
     "invoked oom-killer",
     "[Errno 12]",
     "insufficient shared memory",
-    "shared memory object",
     "WinError 1455",
     "error 1455",
     "error=1455",
@@ -571,7 +570,9 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
         let mut h = host_hit("host.dev-shm", m.start(), m.end());
         // `MapAllocator.cpp` appends strerror(errno) only from PyTorch 1.x's later releases; an
         // `shm_open` failure with no reason is a full /dev/shm or the descriptor limit (the
-        // `file_descriptor` sharing strategy holds one per shared tensor).
+        // `file_descriptor` sharing strategy holds one per shared tensor), the limit more often
+        // in public threads: alone it starts no block (no trigger), and where another failure
+        // line started one it is `likely`, with the descriptor-limit fix first.
         if m.as_str().starts_with("unable to open shared memory object") && !t[m.start()..le].contains("No space left") {
             h.likely("shm_open failed and the message gives no reason: a full /dev/shm, or the process's open-file limit under the file_descriptor sharing strategy, both end this way");
             h.flag("shm_reason_unknown");
