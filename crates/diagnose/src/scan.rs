@@ -209,6 +209,11 @@ const EXTEND_WORDS: &[&str] = &[
     "Tried to allocate",
     "[[{{node",
     "[[Node:",
+    // systemd-oomd's kill candidates (`dump_kill_candidates`): each one's usage, lines below its path.
+    "Current Memory Usage:",
+    "Swap Usage:",
+    // HotSpot's start-up failure: the reason, on the line after "Error occurred during initialization of VM".
+    "object heap",
 ];
 
 const CONTEXT_WORDS: &[&str] = &[

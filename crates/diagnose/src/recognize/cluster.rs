@@ -21,14 +21,28 @@
 //!   (33.28GB) (0.709971) exceeds threshold 0.7, killing latest task ...".
 //!   Ray <= 2.0's Python monitor (`python/ray/memory_monitor.py`, `RayOutOfMemoryError.get_message`):
 //!   "More than 95% of the memory on node <host> is used (11.8 / 12.3 GB)." where "GB" is
-//!   GiB (`psutil` bytes / 1024**3).
+//!   GiB (`psutil` bytes / 1024**3). That monitor raises `RayOutOfMemoryError` (its own class,
+//!   raised for nothing else); a task that raised it surfaces as `RayTaskError(RayOutOfMemoryError)`
+//!   (`python/ray/exceptions.py` names the wrapper class after its cause), and Ray 2.2+'s
+//!   `ray.exceptions.OutOfMemoryError` is the memory monitor's kill.
+//!   The raylet's kill detail is multi-line: a paste may start at its second line, "Memory on the
+//!   node (IP: ..) where the task (..) was running was 219.41GB / 230.40GB (0.952289), which
+//!   exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: ..)" (the wording of
+//!   Ray's `doc/source/ray-core/scheduling/ray-oom-prevention.rst` and of public pastes; the
+//!   source tag was not pinned: the repository is larger than the fetch limit).
 //! - Dask's scheduler: "KilledWorker: Attempted to run task 'x' on 4 different workers, but all
 //!   those workers died while running it." (a memory kill only where the workers' memory lines
 //!   stand beside it);
 //! - Dask distributed nanny: "Worker exceeded 95% memory budget. Restarting" (newer: "Worker
 //!   tcp://.. (pid=..) exceeded 95% memory budget. Restarting...").
 //! - SLURM slurmstepd: "Job 848444 exceeded memory limit (33715636 > 32757760), being killed"
-//!   (KiB), "Exceeded job memory limit", "Some of the step tasks have been OOM Killed".
+//!   (KiB), "Exceeded job memory limit", "Some of the step tasks have been OOM Killed". Since
+//!   20.11 the step is printed with `%ps`, "StepId=7284712.0 exceeded memory limit (1295467052032
+//!   > 1288490188800), being killed" (`src/interfaces/jobacct_gather.c` at slurm-25-11-7-1), and
+//!   the figures are bytes: `jobacct_mem_limit = mem_limit * 1048576; /* MB to B */` since 18.08
+//!   (SchedMD/slurm b502d1790a, "working off bytes instead of KB"; `* 1024 /* MB to KB */` at
+//!   slurm-17-02-11-1). So the `StepId=` form is bytes, and the older forms are bytes where the
+//!   limit is a whole number of MiB of at least 1 GiB, KiB otherwise.
 //! - systemd-oomd: "Killed <cgroup> due to memory pressure for <cgroup> being 51.07% > 50.00% for
 //!   > 20s with reclaim activity" (journalctl cuts it at the terminal width: "... for <cgroup> be>"),
 //!   "Memory pressure for <cgroup> is 74.23% > 20.00% for > 2s with reclaim activity" before
@@ -37,7 +51,13 @@
 //!   of `src/oom/oomd-manager.c`: "Killed %s due to memory used (%PRIu64) / total (%PRIu64) and
 //!   swap used (...) / total (...) being more than N%" (newer: "Marked %s for killing due to
 //!   ...") after "Considered N cgroups for killing, top candidates were:" (read in the source
-//!   text through the code index; the tag was not pinned).
+//!   text through the code index; the tag was not pinned). `dump_kill_candidates`
+//!   (`src/oom/oomd-util.c`) prints that candidate list when oomd acts on a cgroup over its
+//!   pressure or swap limit, each candidate with `Path:` and `Current Memory Usage: 43.3G` (pressure)
+//!   or `Swap Usage: 477.8M` (swap), sizes from `format_bytes` (IEC, 1024-based); when no kill
+//!   succeeds it logs "Failed to kill any cgroups based on swap: %m" / "Failed to kill any cgroups
+//!   under %s based on pressure: %m" (`oomd-manager.c`). The list alone (the kill line cut off, or
+//!   the kill failed) is read as a likely kill, with the first candidate's usage.
 //! - Colab: "Your session crashed after using all available RAM."; Kaggle: "Your notebook tried
 //!   to allocate more memory than is available. It has restarted." (the wordings users paste;
 //!   neither service publishes its source); Jupyter: "The kernel appears
@@ -76,6 +96,11 @@ pub const TRIGGERS: &[&str] = &[
     "due to memory used",
     "cgroups for killing",
     "allocate more memory than is available",
+    "exceeds the memory usage threshold",
+    "RayTaskError(RayOutOfMemoryError)",
+    "ray.exceptions.OutOfMemoryError",
+    "memory_monitor.RayOutOfMemoryError",
+    "Failed to kill any cgroups",
 ];
 
 grammar!(
@@ -88,7 +113,7 @@ grammar!(
 );
 grammar!(
     ray_task,
-    r"(?:\d+ worker\(s\) were killed|Task was killed) due to the node running low on memory(?:\.|(?m:$))(?:\s*Memory on the node \([^)\n]*\)(?: where the (?:task|lease|actor)[^\n]*?memory used=(?P<task>[\d.]+GB)\))?[^\n]*? was (?P<used>[\d.]+GB) / (?P<total>[\d.]+GB) \((?P<frac>[\d.]+)\), which exceeds the memory usage threshold of (?P<thr>[\d.]+))?"
+    r"(?:\d+ worker\(s\) were killed|Task was killed) due to the node running low on memory(?:\.|(?m:$))(?:\s*Memory on the node \([^)\n]*\)(?: where the (?:task|lease|actor)[^\n]*?memory used=(?P<task>[\d.]+GB)\))?[^\n]*? was (?P<used>[\d.]+GB) / (?P<total>[\d.]+GB) \((?P<frac>[\d.]+)\), which exceeds the memory usage threshold of (?P<thr>\d+(?:\.\d+)?))?"
 );
 grammar!(
     ray_legacy,
@@ -98,6 +123,13 @@ grammar!(
     ray_system_low,
     r"System memory low at node with IP (?P<ip>[\w.:]+)\. Used memory \((?P<used>[\d.]+GB)\) / total capacity \((?P<total>[\d.]+GB)\) \((?P<frac>[\d.]+)\) exceeds threshold (?P<thr>[\d.]+)"
 );
+// The kill detail without its first line ("Task was killed due to the node running low on memory.").
+grammar!(
+    ray_node_detail,
+    r"Memory on the node \([^)\n]*\)(?: where the (?:task|lease|actor)[^\n]*?memory used=(?P<task>[\d.]+GB)\))?[^\n]*? was (?P<used>[\d.]+GB) / (?P<total>[\d.]+GB) \((?P<frac>[\d.]+)\),?\s+which exceeds the memory usage threshold of (?P<thr>\d+(?:\.\d+)?)"
+);
+// The monitor's exception by its class name (Ray's own names, raised for nothing but the monitor).
+grammar!(ray_oom_class, r"RayTaskError\(RayOutOfMemoryError\)|\bray\.memory_monitor\.RayOutOfMemoryError\b|\bray\.exceptions\.OutOfMemoryError\b");
 grammar!(k8s_condition, r"The node had condition: \[(?P<conds>[^\]\n]*\bMemoryPressure\b[^\]\n]*)\]");
 // systemd-oomd's swap-based kill (and, newer, its mark before the kill); the size is bytes.
 grammar!(
@@ -108,6 +140,14 @@ grammar!(
 // "Killed <cgroup>" (systemd 253+); the kill line alone says nothing of memory.
 grammar!(oomd_considered, r"Considered \d+ cgroups for killing, top candidates were:");
 grammar!(oomd_killed_line, r"systemd-oomd\[\d+\]: Killed (?P<cg>/\S+)");
+// The first candidate of the list: its path and its memory or swap usage (format_bytes: "43.3G").
+// Journal lines of one length may reach here joined (a terminal wrap is assumed), so no line
+// structure is required, and the path is taken only where its line ends after it.
+grammar!(
+    oomd_candidate,
+    r"Path: (?P<cg>/\S+)(?P<eol>\n)?[\s\S]{0,400}?(?:(?P<mem>Current Memory Usage)|(?P<swap>Swap Usage)): (?P<v>\d+(?:\.\d+)?[KMGTPE]?)"
+);
+grammar!(oomd_failed, r"Failed to kill any cgroups (?:under \S+ )?based on (?P<what>swap|pressure)(?:: [^\n]{1,80})?");
 grammar!(ray_raylet, r"(?P<n>\d+) Workers \(tasks / actors\) killed due to memory pressure \(OOM\)");
 // The scheduler's verdict when every worker that ran a task died: why they died is in the
 // workers' own lines, so it is read as a memory kill only beside them.
@@ -117,7 +157,7 @@ grammar!(dask_memory_evidence, r"Worker memory limit|exceeded \d+% memory budget
 grammar!(dask, r"Worker (?:[\w:/.\-]+ \(pid=\d+\) )?exceeded (?P<pct>\d+)% memory budget\.(?:\s*Restarting\.*)?");
 grammar!(
     slurm_limit,
-    r"(?:Job|Step) [\d.]+(?:\.\w+)? exceeded memory limit \((?P<used>\d+) > (?P<lim>\d+)\), being killed|Exceeded (?:job|step) memory limit|Some of the step tasks have been OOM Killed"
+    r"(?:(?:Job|Step) [\d.]+(?:\.\w+)?|(?P<stepid>StepId=)\d+(?:\.\w+)*) exceeded memory limit \((?P<used>\d+) > (?P<lim>\d+)\), being killed|Exceeded (?:job|step) memory limit|Some of the step tasks have been OOM Killed"
 );
 grammar!(
     oomd,
@@ -199,6 +239,33 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
+    if has(t, "exceeds the memory usage threshold") {
+        for c in ray_node_detail().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            if hits.iter().any(|h| h.id == "cluster.ray-memory-monitor" && h.start < m.end() && m.start() < h.end) {
+                continue;
+            }
+            let mut h = host("cluster.ray-memory-monitor", m.start(), m.end());
+            h.cap_size(SizeKey::Used, &c, "used").cap_size(SizeKey::Total, &c, "total");
+            if let Some(v) = c.name("task") {
+                h.detail("task_memory_used", v.as_str());
+            }
+            h.detail("usage_threshold", c["thr"].parse::<f64>().ok());
+            hits.push(h);
+        }
+    }
+    if has(t, "RayOutOfMemoryError") || has(t, "exceptions.OutOfMemoryError") {
+        for m in ray_oom_class().find_iter(t) {
+            // The class heads the monitor's own message where that was read ("…OutOfMemoryError: Task was killed …").
+            if hits.iter().any(|h| h.id == "cluster.ray-memory-monitor" && h.start < m.end() + 200 && m.start() < h.end) {
+                continue;
+            }
+            let mut h = host("cluster.ray-memory-monitor", m.start(), m.end());
+            h.detail("exception", m.as_str());
+            h.priority = 30;
+            hits.push(h);
+        }
+    }
     if has(t, "System memory low at node") {
         for c in ray_system_low().captures_iter(t) {
             let m = c.get(0).unwrap();
@@ -259,6 +326,9 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
+    if has(t, "cgroups for killing") || has(t, "Failed to kill any cgroups") {
+        oomd_candidates(t, hits);
+    }
     if has(t, "cgroups for killing") {
         if let Some(first) = oomd_considered().find(t) {
             for c in oomd_killed_line().captures_iter(&t[first.end()..]) {
@@ -318,10 +388,17 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             }
             let mut h = host("host.oom-killer", m.start(), m.end());
             h.detail("killer", "slurm");
-            // slurmstepd prints KiB.
+            // Bytes since 18.08 (always in the `StepId=` form of 20.11+), KiB before: a limit
+            // of whole MiB and at least 1 GiB is bytes (see the module's notes).
+            let lim = c.name("lim").and_then(|v| v.as_str().parse::<u64>().ok());
+            let in_bytes = c.name("stepid").is_some() || lim.is_some_and(|l| l % (1 << 20) == 0 && l >= 1 << 30);
             for (g, k) in [("used", SizeKey::Used), ("lim", SizeKey::Limit)] {
                 if let Some(v) = c.name(g).and_then(|v| v.as_str().parse::<u64>().ok()) {
-                    h.bytes(k, v.saturating_mul(1024), format!("{v} KiB"));
+                    if in_bytes {
+                        h.bytes(k, v, format!("{v} bytes"));
+                    } else {
+                        h.bytes(k, v.saturating_mul(1024), format!("{v} KiB"));
+                    }
                 }
             }
             hits.push(h);
@@ -343,6 +420,43 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
+}
+
+/// systemd-oomd's candidate list (and its failed kill) where no kill line of its own was read.
+fn oomd_candidates(t: &str, hits: &mut Vec<Hit>) {
+    let considered = oomd_considered().find(t);
+    let failed = oomd_failed().captures(t);
+    let Some((start, end)) = considered.map(|m| (m.start(), m.end())).or_else(|| failed.as_ref().map(|c| (c.get(0).unwrap().start(), c.get(0).unwrap().end()))) else {
+        return;
+    };
+    // A kill line after the list is its own finding (above, and the pressure and usage grammars).
+    let killed = hits.iter().any(|h| h.id == "host.oom-killer" && h.start + 4000 > start && h.details.get("killer").is_some_and(|k| k == "systemd-oomd"));
+    if killed || oomd_killed_line().is_match(&t[start..]) || oomd_used().is_match(&t[start..]) || oomd().is_match(&t[start..]) {
+        return;
+    }
+    let mut h = host("host.oom-killer", start, end);
+    h.detail("killer", "systemd-oomd");
+    h.priority = 28;
+    if let Some(c) = oomd_candidate().captures(super::window(t, end, 2000)) {
+        if c.name("eol").is_some() {
+            h.culprit.op = Some(c["cg"].to_string());
+        }
+        // format_bytes: "43.3G" is 43.3 GiB, a bare number is bytes.
+        let text = c["v"].to_string();
+        if c.name("mem").is_some() {
+            h.size(SizeKey::Used, &text);
+        } else if let Some(p) = oomdoc_units::parse_size(&text) {
+            h.detail("swap_used_bytes", p.bytes).detail("swap_used", text.as_str());
+        }
+        h.end = h.end.max(end + c.get(0).unwrap().end());
+    }
+    if let Some(c) = failed.as_ref() {
+        h.detail("kill_failed", c.get(0).unwrap().as_str());
+        h.likely("systemd-oomd chose cgroups to kill for memory pressure or swap use, and says the kill failed");
+    } else {
+        h.likely("systemd-oomd lists kill candidates when a cgroup passed its memory-pressure or swap limit; the kill line itself is not in the text");
+    }
+    hits.push(h);
 }
 
 #[cfg(test)]

@@ -58,6 +58,22 @@
 //!   Killed"`), `Subprocess return code: 137`, DeepSpeed's `exits with return code = -9`, gunicorn's
 //!   arbiter (`Worker (pid:N) was sent SIGKILL! Perhaps out of memory?`), MPICH's hydra (`BAD
 //!   TERMINATION OF ONE OF YOUR APPLICATION PROCESSES` … `EXIT CODE: 9`, the killing signal).
+//!   Argo Workflows states a failed container as `<reason> (exit code N)` (`workflow/controller/
+//!   operator.go` at v4.1.2, `fmt.Sprintf("%s (exit code %d)", t.Reason, t.ExitCode)`), the reason
+//!   being Kubernetes' `OOMKilled`: that status reads as a report wherever it stands.
+//! - The Linux page allocator (`mm/page_alloc.c`, `warn_alloc` in `__alloc_pages_slowpath`):
+//!   `<comm>: page allocation failure: order:N, mode:0x…(GFP_…)`. Above order 3
+//!   (`PAGE_ALLOC_COSTLY_ORDER`) or without direct reclaim (atomic, NOWAIT) it can fail with
+//!   free memory left (fragmentation, a burst): then `likely`.
+//! - macOS libmalloc: `malloc: *** mach_vm_map(size=N) failed (error code=E)` / `*** error:
+//!   can't allocate region` (`src/magazine_malloc.c` at libmalloc-53.1.1, `src/vm.c` at
+//!   libmalloc-140.1.1); libmalloc-792.41.1 prints `mach_vm_map(size=N, flags: F)`: N is the
+//!   request in bytes, never the flags.
+//! - HotSpot at start-up (`share/memory/universe.cpp`, `Universe::reserve_heap`): `Error occurred
+//!   during initialization of VM` / `Could not reserve enough space for NKB object heap` (older
+//!   releases without the size): the heap's address space could not be reserved (`-Xmx` above what
+//!   `ulimit -v` or a 32-bit JVM allows); bash's `ulimit -a` lists that limit as `virtual memory
+//!   (kbytes, -v) N`.
 
 use super::{has, Hit};
 use crate::finding::{Confidence, SizeKey};
@@ -115,6 +131,10 @@ pub const TRIGGERS: &[&str] = &[
     "low memory! at or below",
     "sending SIGKILL to process",
     "killing largest compressed process",
+    "page allocation failure: order:",
+    // libmalloc's line beside `mach_vm_map(size=N)`; HotSpot's first line of a start-up failure.
+    "can't allocate region",
+    "Error occurred during initialization of VM",
 ];
 
 /// The text of ERROR_COMMITMENT_LIMIT (1455) in the languages Windows prints it, each as the
@@ -196,7 +216,7 @@ grammar!(
 );
 grammar!(
     exit137,
-    r#"\b(?:exit(?:ed)?(?: with)?(?: exit)?|returned non-zero exit|status)(?: status)?(?: code)?:? 137\b|(?i:signal 9 \(SIGKILL\))(?: received by PID \d+)?|died with <Signals\.SIGKILL: 9>|killed by signal: Killed|failed \(exitcode: -9\)(?: local_rank: \d+ \(pid: \d+\))?|(?i:exit_?code)"?:\s*137\b|\breturn code(?::| =)? 137\b|\breturned a non-zero code: 137\b|\b(?:executor failed running \[[^\]\n]*\]|did not complete successfully): exit code: 137\b|\bexits with return code = -9\b|\bWorker \(pid:\d+\) was sent SIGKILL!(?: Perhaps out of memory\?)?|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES[^\n]*\n(?:[^\n]*\n){0,3}?[= ]*EXIT CODE: 9\b"#
+    r#"\b(?:[Ee]xit(?:ed)?(?: with)?(?: exit)?|returned non-zero exit|status)(?: status)?(?: code)?:? 137\b|(?i:signal 9 \(SIGKILL\))(?: received by PID \d+)?|died with <Signals\.SIGKILL: 9>|killed by signal: Killed|failed \(exitcode: -9\)(?: local_rank: \d+ \(pid: \d+\))?|(?i:exit_?code)"?:\s*137\b|\breturn code(?::| =)? 137\b|\breturned a non-zero code: 137\b|\b(?:executor failed running \[[^\]\n]*\]|did not complete successfully): exit code: 137\b|\bexits with return code = -9\b|\bWorker \(pid:\d+\) was sent SIGKILL!(?: Perhaps out of memory\?)?|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES[^\n]*\n(?:[^\n]*\n){0,3}?[= ]*EXIT CODE: 9\b"#
 );
 grammar!(shell_killed, r"(?m)^[ \t]*(?:[\w/.\-]+: (?:line \d+: )?)?(?:\[\d+\][ \t]*[+-]?[ \t]*)?(?:\d+[ \t]+)?(?:Killed|killed)(?::[ \t]*9)?(?:[ \t]+[^\n]{1,2000})?[ \t]*$|(?m)(?:it/s|s/it)\]Killed[ \t]*$");
 grammar!(cpu_enforce_only, r"enforce fail at (?:CPUAllocator|alloc_cpu)\.cpp(?::\d+)?");
@@ -219,6 +239,20 @@ grammar!(
 );
 grammar!(duckdb_set_limit, r"Out of Memory Error: Failed to change memory limit to (?P<lim>\d+): could not free up enough memory for the new limit");
 grammar!(duckdb_in_memory, r"launched in in-memory mode and no temporary directory is specified");
+grammar!(page_alloc_failure, r"(?P<comm>[^\s:]{1,64}): page allocation failure: order:(?P<order>\d+), mode:(?:0x[0-9a-fA-F]+)?(?:\((?P<gfp>[^)\n]*)\))?");
+grammar!(
+    mach_vm_map,
+    r"(?:malloc: )?\*{3} mach_vm_map\(size=(?P<n>\d+)(?:, flags: [0-9a-fA-Fx]+)?\) failed \(error code=(?P<code>\d+)\)(?:\s*\*{3} error: can't allocate region(?: securely)?)?"
+);
+grammar!(jvm_heap_reserve, r"(?:Error occurred during initialization of VM\s*)?Could not reserve enough space for (?:(?P<kb>\d+)KB )?object heap");
+grammar!(ulimit_v, r"virtual memory[ \t]+\(kbytes, -v\)[ \t]+(?P<kb>\d+)\b");
+// A stop the user or the runtime asked for: Docker sends SIGTERM, then SIGKILL after the grace
+// period (`docker stop -t`, compose's `stop_grace_period`), and the container exits 137 with no
+// memory involved — as does one whose process ignores SIGTERM.
+grammar!(
+    stop_requested,
+    r"(?i)\bdocker(?:-compose| compose)? (?:stop|restart|kill|down|rm -f)\b|\bGracefully stopping\b|\bstop(?:s|ped|ping)? gracefully\b|\bgraceful(?:ly)? (?:stop|shut ?down)|\b(?:ignor(?:e|es|ing)|react(?:s|ing)? to|handl(?:e|es|ing)|trap(?:s|ping)?) (?:the )?SIGTERM\b|\bstop_grace_period\b"
+);
 grammar!(oomkilled_false, r#"\bOOMKilled"?:\s*false\b"#);
 grammar!(enospc, r"No space left on device");
 // Objects that live in /dev/shm: semaphores, `shm_open` names (PyTorch's `/torch_<pid>_<n>`).
@@ -257,6 +291,71 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     python(t, hits);
     duckdb(t, hits);
     killer(t, hits);
+    system_allocators(t, hits);
+}
+
+/// The kernel's page allocator, macOS libmalloc and the JVM's heap reservation: host memory
+/// (or its address space) refused at the system's own layer.
+fn system_allocators(t: &str, hits: &mut Vec<Hit>) {
+    if has(t, "page allocation failure") {
+        for c in page_alloc_failure().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("generic.host-oom", m.start(), m.end());
+            h.priority = 18;
+            h.detail("allocator", "Linux page allocator").detail("task", &c["comm"]);
+            let order = c["order"].parse::<u64>().ok();
+            h.detail("order", order);
+            let gfp = c.name("gfp").map_or("", |g| g.as_str());
+            if !gfp.is_empty() {
+                h.detail("gfp_flags", gfp);
+            }
+            let reclaims = ["GFP_KERNEL", "GFP_USER", "GFP_HIGHUSER", "GFP_NOIO", "GFP_NOFS", "__GFP_DIRECT_RECLAIM"].iter().any(|f| gfp.contains(f));
+            if order.is_some_and(|o| o > 3) {
+                h.likely("a high-order kernel allocation (more than 8 contiguous pages) can fail from fragmentation while memory is free");
+            } else if !reclaims {
+                h.likely("a kernel allocation that may not reclaim (atomic or NOWAIT) can fail in a burst while memory is free");
+            }
+            hits.push(h);
+        }
+    }
+    if has(t, "mach_vm_map(size=") {
+        for c in mach_vm_map().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("generic.host-oom", m.start(), m.end());
+            h.priority = 14;
+            h.detail("allocator", "macOS libmalloc (mach_vm_map)").detail("kern_return", c["code"].parse::<u64>().ok());
+            if let Ok(n) = c["n"].parse::<u64>() {
+                let p = oomdoc_units::PrintedSize { bytes: n, text: format!("{n}"), exact: true };
+                match crate::sizes::plausible(&p) {
+                    None => {
+                        h.bytes(SizeKey::Requested, n, format!("{n}"));
+                    }
+                    Some(note) => h.size_notes.push(format!("{note} (requested)")),
+                }
+            }
+            hits.push(h);
+        }
+    }
+    if has(t, "object heap") {
+        for c in jvm_heap_reserve().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("generic.host-oom", m.start(), m.end());
+            h.priority = 14;
+            h.detail("runtime", "JVM").detail("operation", "reserve the Java heap at start-up");
+            if let Some(kb) = c.name("kb").and_then(|v| v.as_str().parse::<u64>().ok()) {
+                h.bytes(SizeKey::Requested, kb.saturating_mul(1024), format!("{kb}KB"));
+            }
+            // `ulimit -a` pasted beside it: the address-space limit the reservation ran into.
+            let around = format!("{}{}", super::window_before(t, m.start(), 2000), super::window(t, m.end(), 2000));
+            if let Some(u) = ulimit_v().captures(&around) {
+                if let Ok(kb) = u["kb"].parse::<u64>() {
+                    h.bytes(SizeKey::Limit, kb.saturating_mul(1024), format!("{kb} kbytes"));
+                    h.detail("limit_kind", "ulimit -v (address space)");
+                }
+            }
+            hits.push(h);
+        }
+    }
 }
 
 /// Framework and C/C++ allocators that could not get host memory.
@@ -651,7 +750,8 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
     for m in oom_kill_event().find_iter(t) {
         // The bare word in someone's sentence ("not related to OOMKilled") is a mention; the
         // kernel's and slurmstepd's lines address the user themselves ("your processes").
-        if m.as_str() == "OOMKilled" && prose_line(t, m.start()) {
+        // Argo's status `OOMKilled (exit code 137)` (reason and exit code) is a report, even quoted in a sentence.
+        if m.as_str() == "OOMKilled" && prose_line(t, m.start()) && !t[m.end()..].starts_with(" (exit code ") {
             continue;
         }
         // `docker inspect` prints the flag either way: "OOMKilled": false is not a kill.
@@ -681,6 +781,10 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
             // `docker inspect` beside the exit code says the kernel did not kill it for memory.
             let around = format!("{}{}", super::window_before(t, m.start(), 600), super::window(t, m.start(), 600));
             if oomkilled_false().is_match(&around) {
+                continue;
+            }
+            // A container stopped on request exits 137 too (SIGKILL after the grace period).
+            if stop_requested().is_match(&around) {
                 continue;
             }
             let mut h = host_hit("host.oom-killer", m.start(), m.end());
