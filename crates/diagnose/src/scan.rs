@@ -214,6 +214,8 @@ const EXTEND_WORDS: &[&str] = &[
     "Swap Usage:",
     // HotSpot's start-up failure: the reason, on the line after "Error occurred during initialization of VM".
     "object heap",
+    // bash's `ulimit -a` table ("virtual memory          (kbytes, -v) 4194304"): the limits beside a failure.
+    "(kbytes, -",
 ];
 
 const CONTEXT_WORDS: &[&str] = &[

@@ -216,7 +216,7 @@ grammar!(
 );
 grammar!(
     exit137,
-    r#"\b(?:[Ee]xit(?:ed)?(?: with)?(?: exit)?|returned non-zero exit|status)(?: status)?(?: code)?:? 137\b|(?i:signal 9 \(SIGKILL\))(?: received by PID \d+)?|died with <Signals\.SIGKILL: 9>|killed by signal: Killed|failed \(exitcode: -9\)(?: local_rank: \d+ \(pid: \d+\))?|(?i:exit_?code)"?:\s*137\b|\breturn code(?::| =)? 137\b|\breturned a non-zero code: 137\b|\b(?:executor failed running \[[^\]\n]*\]|did not complete successfully): exit code: 137\b|\bexits with return code = -9\b|\bWorker \(pid:\d+\) was sent SIGKILL!(?: Perhaps out of memory\?)?|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES[^\n]*\n(?:[^\n]*\n){0,3}?[= ]*EXIT CODE: 9\b"#
+    r#"\b(?:[Ee]xit(?:ed|s)?(?: with)?(?: exit)?|returned non-zero exit|status)(?: status)?(?: code)?:? 137\b|(?i:signal 9 \(SIGKILL\))(?: received by PID \d+)?|died with <Signals\.SIGKILL: 9>|killed by signal: Killed|failed \(exitcode: -9\)(?: local_rank: \d+ \(pid: \d+\))?|(?i:exit_?code)"?:\s*137\b|\breturn code(?::| =)? 137\b|\breturned a non-zero code: 137\b|\b(?:executor failed running \[[^\]\n]*\]|did not complete successfully): exit code: 137\b|\bexits with return code = -9\b|\bWorker \(pid:\d+\) was sent SIGKILL!(?: Perhaps out of memory\?)?|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES[^\n]*\n(?:[^\n]*\n){0,3}?[= ]*EXIT CODE: 9\b"#
 );
 grammar!(shell_killed, r"(?m)^[ \t]*(?:[\w/.\-]+: (?:line \d+: )?)?(?:\[\d+\][ \t]*[+-]?[ \t]*)?(?:\d+[ \t]+)?(?:Killed|killed)(?::[ \t]*9)?(?:[ \t]+[^\n]{1,2000})?[ \t]*$|(?m)(?:it/s|s/it)\]Killed[ \t]*$");
 grammar!(cpu_enforce_only, r"enforce fail at (?:CPUAllocator|alloc_cpu)\.cpp(?::\d+)?");
