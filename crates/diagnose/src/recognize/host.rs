@@ -248,10 +248,11 @@ grammar!(jvm_heap_reserve, r"(?:Error occurred during initialization of VM\s*)?C
 grammar!(ulimit_v, r"virtual memory[ \t]+\(kbytes, -v\)[ \t]+(?P<kb>\d+)\b");
 // A stop the user or the runtime asked for: Docker sends SIGTERM, then SIGKILL after the grace
 // period (`docker stop -t`, compose's `stop_grace_period`), and the container exits 137 with no
-// memory involved — as does one whose process ignores SIGTERM.
+// memory involved — as does one whose process ignores SIGTERM, or a service restarted inside it
+// (`supervisorctl restart all` before compose's "Exited with code 137").
 grammar!(
     stop_requested,
-    r"(?i)\bdocker(?:-compose| compose)? (?:stop|restart|kill|down|rm -f)\b|\bGracefully stopping\b|\bstop(?:s|ped|ping)? gracefully\b|\bgraceful(?:ly)? (?:stop|shut ?down)|\b(?:ignor(?:e|es|ing)|react(?:s|ing)? to|handl(?:e|es|ing)|trap(?:s|ping)?) (?:the )?SIGTERM\b|\bstop_grace_period\b"
+    r"(?i)\bdocker(?:-compose| compose)? (?:stop|restart|kill|down|rm -f)\b|\b(?:supervisorctl|systemctl) (?:stop|restart)\b|\bGracefully stopping\b|\bstop(?:s|ped|ping)? gracefully\b|\bgraceful(?:ly)? (?:stop|shut ?down)|\b(?:ignor(?:e|es|ing)|react(?:s|ing)? to|handl(?:e|es|ing)|trap(?:s|ping)?) (?:the )?SIGTERM\b|\bstop_grace_period\b"
 );
 grammar!(oomkilled_false, r#"\bOOMKilled"?:\s*false\b"#);
 grammar!(enospc, r"No space left on device");
