@@ -154,7 +154,9 @@ impl Prose {
             let after = b.get(m.end()).copied();
             // `my.cu`, `me.py`: a file name; `me.` ending a sentence is prose.
             let dotted = after == Some(b'.') && b.get(m.end() + 1).is_some_and(|c| c.is_ascii_alphanumeric());
-            !(before.is_some_and(joins) || after.is_some_and(joins) || dotted)
+            // `9616777840 us:` (ROCclr's log prefix): microseconds after a number, not the pronoun.
+            let micros = m.as_str().eq_ignore_ascii_case("us") && s[..m.start()].trim_end_matches(' ').ends_with(|c: char| c.is_ascii_digit());
+            !(before.is_some_and(joins) || after.is_some_and(joins) || dotted || micros)
         })
     }
 }
@@ -962,8 +964,11 @@ mod tests {
         let h = one(t).expect("a path is no sentence");
         assert_eq!((h.id, h.platform), ("generic.device-oom", Some(Platform::Cuda)));
         assert!(one("Error: /home/me/src/my-app/alloc.cc:12: out of memory on the GPU").is_some());
+        // ROCm/legacy-rocm-build#2480: ROCclr's log prefix counts microseconds, `9616777840 us:`.
+        assert!(one(":1:memory.cpp               :347 : 9616777840 us: 4277 : [tid:0x7f2accbfe6c0] Video memory allocation failed!").is_some());
         // The words themselves still make prose.
         assert!(one("Error: I get out of memory on the GPU").is_none());
+        assert!(one("Error: out of memory, it gave us nothing on the GPU").is_none());
         assert!(one("Error: out of memory on the GPU, help me.").is_none());
     }
 

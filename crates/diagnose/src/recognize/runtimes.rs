@@ -14,6 +14,15 @@
 //!   `Cuda failure 2 'out of memory'`), `NCCL WARN Failed to CUDA calloc %zu bytes`,
 //!   `Call to cuMem... failed with error CUDA_ERROR_OUT_OF_MEMORY`.
 //! * cudarc (used by candle and burn): `DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")`.
+//! * The HIP runtime's ROCclr layer (ROCm/clr, read at rocm-6.2.2; logged at `AMD_LOG_LEVEL>=1` as
+//!   `:1:<file>:<line>: <time> us: <pid> : [tid:0x..] <message>`, `rocclr/utils/debug.cpp`):
+//!   `hipamd/src/hip_memory.cpp` (ihipMalloc, since 2020, bc7676045), `hip_mempool_impl.cpp` and `hip_vm.cpp`
+//!   print `Allocation failed : Device memory : required :%zu | free :%zu | total :%zu` (free and total from
+//!   hipMemGetInfo; `hip_vm.cpp` glues `free :%zu| total`) and return hipErrorOutOfMemory; for pinned host
+//!   memory `Allocation failed : Pinned Memory, size :%zu`. `rocclr/platform/memory.cpp` logs `Video memory
+//!   allocation failed!` when the device object could not be created and `Can't allocate memory size - 0x%08X
+//!   bytes!` (also the OpenCL layer, `opencl/amdocl/`): `%08X` prints the low 32 bits of a `size_t`, so that
+//!   number is not read as the size.
 
 use super::{has, window, window_before, Hit};
 use crate::finding::SizeKey;
@@ -46,6 +55,9 @@ grammar!(nccl_cumem, r"Call to (?P<call>cuMem\w+|cudaMalloc\w*|cudaHostAlloc) fa
 // wgpu-core: a HAL `DeviceError::OutOfMemory` surfaces as "Not enough memory left" under the failing
 // call ("In Device::create_buffer"); newer releases raise "wgpu error: Out of Memory".
 grammar!(wgpu_oom, r"(?:wgpu error: Validation Error\s+Caused by:\s+In (?P<call>[A-Za-z]+::\w+)(?:\s+note: label = `(?P<label>[^`\n]*)`)?\s+)?Not enough memory left\.?|wgpu error: Out of Memory");
+grammar!(rocclr_device, r"Allocation failed : Device memory : required :(?P<req>\d+) \| free :(?P<free>\d+) ?\| total :(?P<total>\d+)");
+grammar!(rocclr_pinned, r"Allocation failed : Pinned Memory, size :(?P<req>\d+)");
+grammar!(rocclr_object, r"Video memory allocation failed!|Can't allocate memory size - (?P<hex>0x[0-9A-Fa-f]{8}) bytes!");
 grammar!(cudarc, r#"DriverError\(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"\)"#);
 
 fn cuda_hit(id: &'static str, start: usize, end: usize, priority: u8) -> Hit {
@@ -73,10 +85,48 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
+    rocclr(t, hits);
     if has(t, "DriverError(CUDA_ERROR_OUT_OF_MEMORY") {
         for m in cudarc().find_iter(t) {
             let mut h = cuda_hit("cudarc.driver-oom", m.start(), m.end(), 9);
             h.detail("driver_error", "CUDA_ERROR_OUT_OF_MEMORY");
+            hits.push(h);
+        }
+    }
+}
+
+fn rocclr(t: &str, hits: &mut Vec<Hit>) {
+    if has(t, "Allocation failed : ") {
+        for c in rocclr_device().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("generic.device-oom", m.start(), m.end()).on(Platform::Rocm).during(Phase::Runtime).in_space("device").ranked(9);
+            for (k, g) in [(SizeKey::Requested, "req"), (SizeKey::Free, "free"), (SizeKey::Total, "total")] {
+                if let Ok(n) = c[g].parse::<u64>() {
+                    h.bytes(k, n, c[g].to_string());
+                }
+            }
+            h.detail("runtime", "hip").detail("status", "hipErrorOutOfMemory");
+            hits.push(h);
+        }
+        for c in rocclr_pinned().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("generic.host-oom", m.start(), m.end()).on(Platform::Rocm).during(Phase::Runtime).in_space("host").ranked(9);
+            if let Ok(n) = c["req"].parse::<u64>() {
+                h.bytes(SizeKey::Requested, n, c["req"].to_string());
+            }
+            h.detail("runtime", "hip").detail("status", "hipErrorOutOfMemory").detail("memory", "pinned host memory");
+            hits.push(h);
+        }
+    }
+    if has(t, "Video memory allocation failed!") || has(t, "Can't allocate memory size - 0x") {
+        for c in rocclr_object().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            // Sizeless: a weak duplicate beside the `Allocation failed : Device memory` line that follows.
+            let mut h = Hit::new("generic.device-oom", m.start(), m.end()).on(Platform::Rocm).during(Phase::Runtime).in_space("device").ranked(30);
+            h.detail("runtime", "hip");
+            if let Some(x) = c.name("hex") {
+                h.detail("size_low_32_bits", x.as_str());
+            }
             hits.push(h);
         }
     }
