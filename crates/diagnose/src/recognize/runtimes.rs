@@ -32,6 +32,8 @@ use oomdoc_kb::{Phase, Platform};
 /// Literals that can start a block for this module's messages (every grammar's anchor contains one).
 pub const TRIGGERS: &[&str] = &[
     "Failed to allocate memory for requested buffer",
+    // A title cut inside the message, after the arena's function signature.
+    "BFCArena::AllocateRawInternal",
     "is smaller than requested bytes",
     "bytes) could not be allocated",
     "Error Code 2: ",
@@ -42,7 +44,11 @@ pub const TRIGGERS: &[&str] = &[
     "wgpu error: Out of Memory",
 ];
 
-grammar!(ort_arena, r"(?:(?:onnxruntime::)?BFCArena::AllocateRawInternal(?:\([^)\n]*\))? )?(?:Failed to allocate memory for requested buffer of size (?P<req>[0-9]+)|Available memory of (?P<avail>[0-9]+) is smaller than requested bytes of (?P<req2>[0-9]+))");
+grammar!(ort_arena, r"(?:(?:onnxruntime::)?BFCArena::AllocateRawInternal(?:\([^)\n]*\))? )?(?:Failed to allocate memory for requested buffer of size (?P<req>[0-9]+)|Available memory of (?P<avail>[0-9]+) is smaller than requested bytes of (?P<req2>[0-9]+))|(?m)(?:onnxruntime::)?BFCArena::AllocateRawInternal(?:\([^)\n]*\))? (?P<cut>Failed to alloc\w*|Available memory\b)[ \t]*$");
+// ONNX Runtime's NCHWc layout transformer (`onnxruntime/core/optimizer/nchwc_transformer.cc`, read through the
+// code index) names the nodes it rewrites `<output>_nchwc` and assigns them to the CPU execution provider
+// (`SetExecutionProviderType(kCpuExecutionProvider)`; MLAS kernels): a failing node of that name ran on the CPU.
+grammar!(ort_nchwc_node, r"\bnode\. Name:'[^'\n]*_nchwc'");
 grammar!(ort_cuda, r"CUDA failure 2: out of memory ; GPU=(?P<gpu>-?\d+)");
 grammar!(trt_requested, r"Requested amount of (?:GPU )?memory \((?P<n>[0-9]+) bytes\) could not be allocated");
 grammar!(trt_cuda_alloc, r"Cuda Error in (?:[\w:]+::)?allocate: 2 \(out of memory\)");
@@ -133,7 +139,7 @@ fn rocclr(t: &str, hits: &mut Vec<Hit>) {
 }
 
 fn onnxruntime(t: &str, hits: &mut Vec<Hit>) {
-    if has(t, "Failed to allocate memory for requested buffer") || has(t, "is smaller than requested bytes") {
+    if has(t, "Failed to allocate memory for requested buffer") || has(t, "is smaller than requested bytes") || has(t, "BFCArena::AllocateRawInternal") {
         for c in ort_arena().captures_iter(t) {
             let m = c.get(0).unwrap();
             let mut h = Hit::new("onnxruntime.arena-alloc", m.start(), m.end());
@@ -148,8 +154,11 @@ fn onnxruntime(t: &str, hits: &mut Vec<Hit>) {
             }
             // The message does not name the arena's device; the surrounding log does.
             let ctx = format!("{}{}", window_before(t, m.start(), 3000), window(t, m.end(), 1500));
-            let gpu = ["Cuda", "CUDA", "cuda", "TensorRT", "GPU", "gpu"].iter().any(|w| ctx.contains(w));
-            let cpu = ctx.contains("BFCArena for Cpu") || ctx.contains("Default CPU") || ctx.contains("CPUExecutionProvider");
+            let gpu = ["Cuda", "CUDA", "cuda", "TensorRT", "GPU", "gpu", "VRAM"].iter().any(|w| ctx.contains(w));
+            let cpu = ctx.contains("BFCArena for Cpu") || ctx.contains("Default CPU") || ctx.contains("CPUExecutionProvider") || ort_nchwc_node().is_match(&ctx);
+            if c.name("cut").is_some() {
+                h.detail("message", "cut after the arena's function name");
+            }
             if gpu && !cpu {
                 h.platform = Some(Platform::Cuda);
                 h.space("device");
