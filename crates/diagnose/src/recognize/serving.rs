@@ -31,6 +31,7 @@ pub const TRIGGERS: &[&str] = &[
     "stored in KV cache",
     "KV cache is needed",
     "Available KV cache memory: -",
+    "memory reserved for KV Cache is -",
     // A hard-wrapped "… KV cach\ne is needed, which is larger than the available KV cache memory".
     "available KV cache memory",
     "on startup is less than desired",
@@ -48,9 +49,14 @@ grammar!(
     r"(?:max seq len \((?P<len>\d+)\),? \(?)?(?P<a>{SZ}) KV cache is needed, which is larger than the available KV cache memory \((?P<b>{SZ})\)(?:\.? (?:Based on the available memory, the estimated|Estimated) maximum model length is (?P<est>\d+))?"
 );
 grammar!(vllm_tokens, r"max seq len \((?P<len>\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((?P<tok>\d+)\)");
-grammar!(vllm_negative, r"Available KV cache memory:\s*-(?P<v>{SZ})");
+// V1's profiling line and V0's (`vllm/worker/worker.py` determine_num_available_blocks, 0.6.x-0.8.x: "... the rest of
+// the memory reserved for KV Cache is {available_kv_cache_memory:.2f}GiB."): a negative budget gives
+// `num_gpu_blocks = max(..., 0) = 0` ("# cuda blocks: 0" / "# GPU blocks: 0") and then
+// `raise_if_cache_size_invalid`'s "No available memory for the cache blocks" ValueError.
+grammar!(vllm_negative, r"(?:Available KV cache memory:|the rest of the memory reserved for KV Cache is)\s*-(?P<v>{SZ})");
+grammar!(vllm_weights, r"model weights take (?P<v>{SZ});");
 grammar!(vllm_free, r"(?i:free memory) on device(?: (?P<dev>[\w:]+))? \((?P<free>[\d.]+)/(?P<total>[\d.]+) (?P<unit>[KMGT]i?B)\) on startup is less than desired GPU memory utilization \((?P<util>[\d.]+), (?P<req>{SZ})\)");
-grammar!(vllm_total, r"total_gpu_memory=(?P<v>{SZ})");
+grammar!(vllm_total, r"total_gpu_memory(?:=| \()(?P<v>{SZ})");
 grammar!(
     vllm_warmup,
     r"(?P<dev>CUDA|HIP|XPU)? ?out of memory occurred when warming up (?P<what>sampler|pooler)(?: \((?P<task>[^)\n]{0,60})\))? with (?P<n>\d+) dummy requests"
@@ -119,13 +125,19 @@ fn recognize_engines(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
-    if has(t, "Available KV cache memory: -") {
+    if has(t, "Available KV cache memory: -") || has(t, "memory reserved for KV Cache is -") {
         for c in vllm_negative().captures_iter(t) {
             let m = c.get(0).unwrap();
             let mut h = serving_hit("vllm.no-cache-blocks", m.start(), m.end());
             h.flag("framework_vllm");
             if let Some(p) = oomdoc_units::parse_size(&c["v"]) {
                 h.detail("available_kv_cache_bytes", -(p.bytes as i128) as i64);
+            }
+            // V0 prints the weights' share on the same line.
+            if let Some(w) = vllm_weights().captures(super::window_before(t, m.start(), 400)) {
+                if let Some(p) = oomdoc_units::parse_size(&w["v"]) {
+                    h.detail("model_weights_bytes", p.bytes);
+                }
             }
             hits.push(h);
         }
@@ -181,7 +193,7 @@ fn recognize_engines(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
-    if has(t, "Memory profiling results") || has(t, "total_gpu_memory=") {
+    if has(t, "Memory profiling results") || has(t, "total_gpu_memory=") || has(t, "total_gpu_memory (") {
         // vLLM's profiling summary states the device's total memory.
         if let Some(c) = vllm_total().captures(t) {
             for h in hits.iter_mut().filter(|h| h.id.starts_with("vllm.")) {
