@@ -40,6 +40,7 @@ pub const TRIGGERS: &[&str] = &[
     "leave no GPU memory for the KV cache",
     "Not enough memory to handle",
     "alloc_req_slots runs out of memory",
+    "No space left for only one request",
     "is larger than the profiled value -",
 ];
 
@@ -72,6 +73,14 @@ grammar!(
 grammar!(
     sglang_req_slots,
     r"alloc_req_slots runs out of memory\.(?: Please set a smaller number for `?--max-running-requests`?\.?)?(?: (?:self\.)?req_to_token_pool\.available_size\(\)=(?P<avail>\d+))?(?:, num_reqs=(?P<n>\d+))?"
+);
+// SGLang `schedule_batch.py` ScheduleBatch.retract_decode (read at 000eaffacf0): with one request left after retracting the
+// others, it asserts the KV pool still has a free token: "No space left for only one request" (early form), then
+// ", self.token_to_kv_pool_allocator.available_size()=N", with SWA models " in SWA mode full_available_size=N,
+// swa_available_size=M"; and "Failed to retract any request. No space left for only one request." (ValueError).
+grammar!(
+    sglang_kv_pool,
+    r"No space left for only one request(?: in SWA mode full_available_size=(?P<full>\d+), swa_available_size=(?P<swa>\d+)|, (?:self\.)?token_to_kv_pool(?:_allocator)?\.available_size\(\)=(?P<avail>\d+))?"
 );
 grammar!(sglang_profiled, r"max_total_tokens=(?P<want>\d+) is larger than the profiled value (?P<prof>-\d+)\.?");
 grammar!(
@@ -218,6 +227,20 @@ fn recognize_engines(t: &str, hits: &mut Vec<Hit>) {
             h.detail("mem_fraction_static", c["cur"].parse::<f64>().ok());
             if let Some(v) = c.name("fit") {
                 h.detail("mem_fraction_static_min", v.as_str().parse::<f64>().ok());
+            }
+            hits.push(h);
+        }
+    }
+    if has(t, "No space left for only one request") {
+        for c in sglang_kv_pool().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = serving_hit("sglang.kv-pool-exhausted", m.start(), m.end());
+            h.phase = Some(Phase::Runtime);
+            h.flag("framework_sglang");
+            for (g, k) in [("avail", "kv_tokens_available"), ("full", "full_tokens_available"), ("swa", "swa_tokens_available")] {
+                if let Some(v) = c.name(g).and_then(|v| v.as_str().parse::<u64>().ok()) {
+                    h.detail(k, v);
+                }
             }
             hits.push(h);
         }
