@@ -220,12 +220,15 @@ grammar!(
 
 // DuckDB (src/storage/standard_buffer_manager.cpp, EvictBlocksOrThrow): "failed to allocate
 // data of size X (Y/Z used)", "could not allocate block of size X (Y/Z used)", before 0.8
-// "could not allocate block of N bytes"; Z is the memory limit. ("Failed to allocate block of
-// N bytes (bad allocation)" is the system allocator's, not the limit's: the generic layer's.)
+// "could not allocate block of N bytes"; Z is the memory limit. Its allocator's own
+// "Failed to allocate block of N bytes (bad allocation)" (src/common/allocator/allocator.cpp@v1.5.5,
+// AllocateData; v0.9.2 without the parenthesis; "Failed to re-allocate" in ReallocateData) is the
+// system refusing memory below that limit: the same entry, under its own condition.
 grammar!(
     duckdb_limit,
     r"Out of Memory Error:\s*(?:failed to allocate data of size|could not allocate block of(?: size)?) (?P<req>{SZ})(?: \((?P<used>{SZ})/(?P<lim>{SZ}) used\))?"
 );
+grammar!(duckdb_allocator, r"Out of Memory Error:\s*Failed to (?:re-)?allocate block of (?P<req>\d+) bytes(?: \(bad allocation\))?");
 grammar!(duckdb_set_limit, r"Out of Memory Error: Failed to change memory limit to (?P<lim>\d+): could not free up enough memory for the new limit");
 grammar!(duckdb_in_memory, r"launched in in-memory mode and no temporary directory is specified");
 grammar!(oomkilled_false, r#"\bOOMKilled"?:\s*false\b"#);
@@ -477,6 +480,14 @@ fn duckdb(t: &str, hits: &mut Vec<Hit>) {
             h.bytes(SizeKey::Limit, n, format!("{n}"));
         }
         h.detail("operation", "SET memory_limit");
+        hits.push(h);
+    }
+    for c in duckdb_allocator().captures_iter(t) {
+        let m = c.get(0).unwrap();
+        let mut h = host_hit("host.duckdb-memory-limit", m.start(), m.end());
+        h.priority = 10;
+        h.cap_size(SizeKey::Requested, &c, "req");
+        h.flag("duckdb_system_allocator");
         hits.push(h);
     }
     for c in duckdb_limit().captures_iter(t) {
@@ -768,6 +779,18 @@ mod tests {
         assert_eq!(h.iter().map(|h| h.id).collect::<Vec<_>>(), vec!["host.dev-shm"]);
         // Its start trigger is there in either casing.
         assert!(TRIGGERS.iter().any(|w| t.contains(w)));
+    }
+
+    #[test]
+    fn duckdb_allocator_failure_is_duckdbs_under_its_condition() {
+        // duckdb/duckdb#9880 (title): the allocator's words, not the buffer manager's limit.
+        let h = hits("Out of Memory Error: Failed to allocate block of 13230080 bytes\n");
+        assert_eq!(h.len(), 1);
+        assert_eq!((h[0].id, h[0].get(SizeKey::Requested)), ("host.duckdb-memory-limit", Some(13230080)));
+        assert!(h[0].flags.contains("duckdb_system_allocator"));
+        // The limit's own message keeps its reading.
+        let h = hits("Out of Memory Error: failed to allocate data of size 256.0 MiB (260.3 MiB/476.8 MiB used)");
+        assert!(!h[0].flags.contains("duckdb_system_allocator"));
     }
 
     #[test]
