@@ -65,8 +65,9 @@ grammar!(cuda_error_old, r"CUDA error 2 at (?P<loc>[^\s]*ggml-cuda\.cu:\d+): out
 grammar!(runner_oom, r"(?:llama runner|llama-server) process has terminated: (?:exit status \S+: )?(?P<dev>CUDA|ROCm|HIP|cudaMalloc failed:) (?:error: )?out of memory");
 grammar!(context_pool, r"(?P<func>ggml_\w+): not enough space in the context's memory pool \(needed (?P<need>[0-9]+), available (?P<avail>[0-9]+)\)");
 grammar!(context_buffer, r"GGML_ASSERT: [^\n]*?ggml\.c:\d+: ctx->mem_buffer != NULL|ggml\.c:\d+: GGML_ASSERT\(ctx->mem_buffer != NULL\) failed");
-// Ollama 0.1.16-0.1.17 (llm/llama.go, tags v0.1.16 and v0.1.17): when the runner subprocess died (its output
-// ended with EOF) without an error line of its own, the server guessed memory and returned this.
+// Ollama 0.1.4-0.1.17 (llm/llama.go, read at tags v0.1.4, v0.1.10 and v0.1.17; gone at v0.1.18): when the runner
+// subprocess died (its output ended with "unexpected EOF") without an error line of its own, the server guessed
+// memory and returned this.
 grammar!(ollama_runner_exited, r"llama runner exited, you may not have enough available memory to run this model");
 grammar!(ollama_sys, r"model requires more system memory \((?P<req>{SZ})\) than is available \((?P<free>{SZ})\)");
 
@@ -292,8 +293,10 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             let mut h = Hit::new("generic.oom", m.start(), m.end());
             h.phase = Some(Phase::Load);
             h.priority = 30;
-            h.likely("Ollama says this whenever its llama runner died without an error line of its own: the runner is most often killed for memory while loading the model, but a crash for any other reason reads the same");
+            h.likely("Ollama says this whenever its llama runner died without an error line of its own: the runner is most often killed for memory while loading the model, but a crash for any other reason reads the same; which memory (the GPU's or the host's) it does not say, and the runner's own output before it does");
             h.detail("reported_by", "ollama");
+            // Only these releases print it; later ones report the runner's own last error line.
+            h.detail("printed_by_versions", "ollama 0.1.4-0.1.17");
             hits.push(h);
         }
     }
@@ -311,6 +314,16 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ollama_runner_exit_says_no_more_than_it_knows() {
+        // ollama/ollama#1019: no memory space, no platform, likely, and the releases that print it.
+        let mut hits = Vec::new();
+        recognize("Error: llama runner exited, you may not have enough available memory to run this model?", &mut hits);
+        let h = &hits[0];
+        assert_eq!((h.id, h.platform, h.memory_space.as_deref(), h.confidence), ("generic.oom", None, None, crate::finding::Confidence::Likely));
+        assert_eq!(h.details["printed_by_versions"], "ollama 0.1.4-0.1.17");
+    }
 
     #[test]
     fn the_allocating_function_names_the_buffer_type() {
