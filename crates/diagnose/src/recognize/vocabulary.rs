@@ -260,6 +260,22 @@ mod tests {
     }
 
     #[test]
+    fn host_names_are_the_runtimes_own() {
+        for h in HOST_NAMES {
+            assert!(regex::Regex::new(h.pattern).is_ok(), "{}: {}", h.runtime, h.pattern);
+            assert!(!h.source.is_empty(), "{}", h.runtime);
+        }
+        let all = regex::Regex::new(&host_names_pattern()).unwrap();
+        for t in ["FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory", "java.lang.OutOfMemoryError: GC overhead limit exceeded", "fatal runtime error: allocator memory exhausted", "z3.z3types.Z3Exception: out of memory", "pandas.errors.ParserError: Error tokenizing data. C error: out of memory"] {
+            assert!(all.is_match(t), "{t}");
+        }
+        // Another library's class of a like name, or a GPU library, is not a host library's.
+        for t in ["cupy.cuda.memory.OutOfMemoryError: out of memory", "torch.OutOfMemoryError: CUDA out of memory", "mynumpy_ext.Error: out of memory"] {
+            assert!(!all.is_match(t), "{t}");
+        }
+    }
+
+    #[test]
     fn values_as_logs_print_them() {
         assert_eq!(parse_value("0x8007000E"), Some(0x8007_000E));
         assert_eq!(parse_value("-2"), Some(-2));
