@@ -679,3 +679,48 @@ fn skipped_tensorrt_tactics_may_be_only_warnings() {
     assert!(fix_ids(&f).contains(&"skipped-tactics-only"), "{:?}", fix_ids(&f));
     assert!(categories(&f).contains(&"not-a-memory-problem"), "{:?}", categories(&f));
 }
+
+/// https://github.com/tensorflow/tensorflow/issues/36025 — fixed by memory growth. TensorFlow's
+/// conv kernel could not list cuDNN's algorithms (`conv_ops_gpu.cc`: "This is probably because
+/// cuDNN failed to initialize"): a masked out-of-memory, likely (a version mismatch reads the
+/// same), in TensorFlow, so its memory-growth setting comes first.
+#[test]
+fn tensorflow_cudnn_failed_to_initialize_is_a_likely_masked_oom_with_memory_growth_first() {
+    let f = first("Unknown: Failed to get convolution algorithm. This is probably because cuDNN failed to initialize, so try looking to see if a warning log message was printed above.");
+    assert_eq!(f.id, "xla-gpu.masked-cudnn");
+    assert_eq!(format!("{:?}", f.confidence).to_lowercase(), "likely");
+    assert_eq!(fix_ids(&f).first(), Some(&"tf-memory-growth"), "{:?}", fix_ids(&f));
+    // TensorFlow's own version-mismatch line above it says the library did not load: no finding.
+    // (Both lines copied from one public write-up of a TF-TRT setup, where they came from two
+    // runs; joined here to test the guard.)
+    let r = diagnose_text(
+        "E tensorflow/stream_executor/cuda/cuda_dnn.cc:343] Loaded runtime CuDNN library: 7.1.3 but source was compiled with: 7.2.1. CuDNN library major and minor version needs to match or have higher minor version in case of CuDNN 7.0 or later version.\nUnknownError (see above for traceback): Failed to get convolution algorithm. This is probably because cuDNN failed to initialize, so try looking to see if a warning log message was printed above.",
+        &Options::default(),
+    );
+    assert!(r.findings.iter().all(|f| f.id != "xla-gpu.masked-cudnn"), "{:?}", r.findings.iter().map(|f| &f.id).collect::<Vec<_>>());
+}
+
+/// https://github.com/TL-System/plato/issues/241 — fixed by the file_system sharing strategy.
+/// `unable to open shared memory object … in read-write mode` with no reason after it is a
+/// full /dev/shm or the open-file limit, the limit as often as not in public threads (issue
+/// 21 §4: too many open files on shared memory is no `oom` finding): alone it is none.
+#[test]
+fn shm_open_with_no_reason_alone_is_no_finding() {
+    assert!(diagnose_text("RuntimeError: unable to open shared memory object </torch_blabla> in read-write mode", &Options::default()).findings.is_empty());
+    // With the reason stated (a full /dev/shm) the strategy stays a dead end.
+    // (https://github.com/idiap/ESLAM/issues/20, in tests/corpus/families/hosts-2.jsonl)
+    let f = first("RuntimeError: unable to write to file </torch_31911_952036340_6686>: No space left on device (28)");
+    assert_eq!(f.id, "host.dev-shm");
+    assert!(!fix_ids(&f).contains(&"file-system-strategy-fd-limit"), "{:?}", fix_ids(&f));
+}
+
+/// Compilers killed for memory, as their drivers report it: GCC's older ICE form
+/// (https://github.com/JakobEngel/dso/issues/8, fixed with `make -j4`) and nvcc naming the
+/// stage that died (https://github.com/cms-sw/cmssw/issues/43117).
+#[test]
+fn a_compiler_stage_killed_is_a_compiler_oom() {
+    for t in ["c++: internal compiler error: Killed (program cc1plus)", "nvcc error   : 'cudafe++' died due to signal 9 (Kill signal)"] {
+        let f = first(t);
+        assert_eq!((f.id.as_str(), f.memory_space.as_deref()), ("host.compiler-oom", Some("host")), "{t}");
+    }
+}

@@ -493,16 +493,17 @@ fn outcomes() {
     assert!(in_corpus.len() <= CEILING_CONTRADICTIONS, "first fixes that contradict the thread:\n{}", in_corpus.join("\n"));
 }
 
-// Measured 2026-11-26 on the 362 corpus records (each record's own thread held out of the
-// entry's, family's and memory group's counts, and of the known regressions): detected 328
-// (91%), fix 1 181 (55%), among fixes 1-3 271 (83%), harmful first fix 29 (8.8%), no first fix
-// that contradicts the thread (the one there was, tpu.runtime-buffer's JAX fix for a PyTorch/XLA
-// job whose log names no framework, now gives both frameworks' forms). The 303 records before this session's 59 gave fix 1 59% and harmful 17:
-// the new threads were harder, and the floors follow the corpus as committed, a point or two
-// below so that records added do not fail the test by themselves; worse advice does.
+// Measured 2026-11-26 on the 409 corpus records (each record's own thread held out of the
+// entry's, family's and memory group's counts, and of the known regressions): detected 371
+// (91%), fix 1 196 (52.8%), among fixes 1-3 304 (81.9%), harmful first fix 32 (8.6%), no first fix
+// that contradicts the thread. The 362 records before e-corpus.jsonl's 47 gave detected 328, fix 1
+// 181 (55.2%), among 1-3 271 (82.6%), harmful 29; of the 43 new records detected, fix 1 is right
+// for 15 (PyTorch CUDA OOMs fixed by code, version or hardware changes, and compiler OOMs fixed by
+// a bigger machine). The floors follow the corpus as committed, a point or two below so that
+// records added do not fail the test by themselves; worse advice does.
 // The held-out sets (c-heldout.jsonl, d-heldout-*.jsonl) are reported, not asserted: no floor is fitted to them.
 const FLOOR_DETECTED_PCT: u32 = 88;
-const FLOOR_FIX1_PCT: u32 = 54;
-const FLOOR_TOP3_PCT: u32 = 82;
+const FLOOR_FIX1_PCT: u32 = 52;
+const FLOOR_TOP3_PCT: u32 = 81;
 const CEILING_HARMFUL_PCT: u32 = 9;
 const CEILING_CONTRADICTIONS: usize = 0;

@@ -28,7 +28,10 @@ grammar!(bfc_op, r"requested by op\s*(?P<op>[^\s\n]*)");
 grammar!(driver, r"failed to allocate\s+(?P<h>{SZ})(?:\s+\((?P<b>\d+) bytes\))?\s+from device:\s*(?P<err>CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory|hipErrorOutOfMemory|hipError_t\(1002\))");
 grammar!(cubin, r"Failed to load in-memory CUBIN[^\n]{0,200}?CUDA_ERROR_OUT_OF_MEMORY");
 grammar!(bare_cuda_oom, r"CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory|\bhipErrorOutOfMemory\b");
-grammar!(masked, r"CUDNN_STATUS_(?:EXECUTION_FAILED|INTERNAL_ERROR|ALLOC_FAILED|NOT_INITIALIZED)|Failed to determine best cudnn convolution algorithm|cudaErrorMemoryAllocation");
+grammar!(masked, r"CUDNN_STATUS_(?:EXECUTION_FAILED|INTERNAL_ERROR|ALLOC_FAILED|NOT_INITIALIZED)|Failed to determine best cudnn convolution algorithm|cudaErrorMemoryAllocation|Failed to get convolution (?:algorithm|plans)\. This is probably because (?:cuDNN|MIOpen) failed to initialize");
+// TensorFlow's own line when cuDNN's runtime is older than the one it was built with
+// (`cuda_dnn.cc`): then "cuDNN failed to initialize" is a version mismatch, not memory.
+grammar!(cudnn_version_mismatch, r"Loaded runtime CuDNN library: [\d.]+ but source was compiled with");
 grammar!(xla_or_cudnn_words, r"(?i)\bjax|\bxla\b|xla_|tensorflow|\bcudnn");
 grammar!(cudnn_input, r"custom-call\((?P<shape>[a-z0-9]+\[[0-9,]*\])");
 grammar!(remat, r"Can't reduce memory use below\s+(?P<limit>{SZ})(?:\s+\((?P<limitb>\d+) bytes\))?\s+by rematerialization;\s+only reduced to\s+(?P<used>{SZ})(?:\s+\((?P<usedb>\d+) bytes\))?");
@@ -202,8 +205,16 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         h.priority = 40;
         hits.push(h);
     }
-    if has(t, "CUDNN_STATUS_") || has(t, "cudnn convolution algorithm") || has(t, "cudaErrorMemoryAllocation") {
+    if has(t, "CUDNN_STATUS_") || has(t, "convolution algorithm") || has(t, "convolution plans") || has(t, "cudaErrorMemoryAllocation") {
         for m in masked().find_iter(t) {
+            // TensorFlow's conv autotuner could not list cuDNN's (MIOpen's) algorithms
+            // because the library's handle was never created (`conv_ops_gpu.cc`,
+            // `get_algo_failed_error`, TF 1.13-2.6): usually no memory was left for it
+            // beside TF's start-up mapping, but a version mismatch says the same.
+            let autotuner = m.as_str().starts_with("Failed to get convolution");
+            if autotuner && cudnn_version_mismatch().is_match(t) {
+                continue;
+            }
             // A bare CUDA runtime status is XLA's (cuDNN handle or workspace) only where the
             // text shows XLA, JAX, TensorFlow or cuDNN; elsewhere (XGBoost's thrust/RMM
             // allocator, CuPy) the runtime vocabulary names it.
@@ -211,12 +222,17 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                 continue;
             }
             let mut h = Hit::new("xla-gpu.masked-cudnn", m.start(), m.end());
-            h.platform = Some(Platform::Cuda);
+            h.platform = Some(if m.as_str().contains("MIOpen") { Platform::Rocm } else { Platform::Cuda });
             h.phase = Some(if m.as_str().starts_with("Failed to determine") { Phase::Compile } else { Phase::Runtime });
             h.space("device");
-            h.detail("library_status", m.as_str().to_string());
-            if m.as_str() != "CUDNN_STATUS_ALLOC_FAILED" {
-                h.confidence = Confidence::Likely;
+            if autotuner {
+                h.detail("during", "convolution autotuning (the library's handle was not created)");
+                h.likely("TensorFlow could not list the convolution algorithms because cuDNN (MIOpen) did not initialize; that is usually its handle finding no device memory left beside TensorFlow's start-up mapping (the warning above it says which), and a library version mismatch reads the same");
+            } else {
+                h.detail("library_status", m.as_str().to_string());
+                if m.as_str() != "CUDNN_STATUS_ALLOC_FAILED" {
+                    h.confidence = Confidence::Likely;
+                }
             }
             if let Some(c) = cudnn_input().captures(window(t, m.end(), 2000)) {
                 let (_, unpadded) = shape_bytes(&c["shape"]);
