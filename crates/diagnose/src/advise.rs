@@ -22,8 +22,9 @@ grammar!(training_only, r"\.backward\(|optimizer\.step|zero_grad|accum_steps|gra
 
 /// Whether what a fix's code (or a dead end's action) uses fits the case: another
 /// framework's API, a Linux-only tool on macOS or Windows, a training-only change for an
-/// inference job. Read from the code itself, so every entry is gated without extra data.
-pub fn fits_case(code: &str, case: &Case) -> bool {
+/// inference job, a GPU-only client setting offered as a fix on a TPU. Read from the code
+/// itself, so every entry's fixes and dead ends are gated alike without extra data.
+pub fn fits_case(code: &str, case: &Case, facts: &Facts, offer: Offer) -> bool {
     let api_ok = |api: &str, re: &regex::Regex| !re.is_match(code) || case.allows_api(api);
     api_ok("jax", api_jax())
         && api_ok("pallas", api_pallas())
@@ -34,6 +35,17 @@ pub fn fits_case(code: &str, case: &Case) -> bool {
         && !(training_only().is_match(code) && case.inference())
         // Host-RAM failures of data libraries: no accelerator framework's API.
         && !(case.workload.as_deref() == Some("data") && (api_pytorch().is_match(code) || api_jax().is_match(code) || api_tf().is_match(code)))
+        // JAX's GPU client settings size the GPU pool; a TPU has none. As a dead end on a
+        // TPU ("setting XLA_PYTHON_CLIENT_MEM_FRACTION will not help") it is what the dead end
+        // is there to say, so it stays.
+        && !(offer == Offer::Fix && facts.conditions.contains("tpu") && gpu_client_env().is_match(code))
+}
+
+/// What [`fits_case`] gates: a fix to apply, or a dead end (a change that will not help).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offer {
+    Fix,
+    DeadEnd,
 }
 
 grammar!(code_setting, r#"(?i)(?:^|[\s"'(.,])-{0,2}([a-z_][a-z0-9_-]*)\s*(?:=|\(|\s)\s*['"]?([0-9]*\.?[0-9]+)\b"#);
@@ -100,7 +112,7 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
     f.dead_ends = entry
         .dead_ends
         .iter()
-        .filter(|d| facts.holds(&d.when) && versions_allow(&d.requires, &f.case) && fits_case(&d.action.en, &f.case))
+        .filter(|d| facts.holds(&d.when) && versions_allow(&d.requires, &f.case) && fits_case(&d.action.en, &f.case, facts, Offer::DeadEnd))
         .filter_map(|d| {
             Some(DeadEndOut {
                 id: d.id.clone(),
@@ -159,8 +171,7 @@ fn gated_fixes(entry: &Entry, facts: &Facts, case: &Case, lang: Lang, family: Op
             let detail = fx.detail.as_ref().and_then(|d| fill_text(d, lang, facts));
             let code = fx.code.as_deref().and_then(|c| fill(c, facts)).or_else(|| fx.code_fallback.as_deref().and_then(|c| fill(c, facts)));
             let raw_code = [fx.code.as_deref(), fx.code_fallback.as_deref()].into_iter().flatten().collect::<Vec<_>>().join("\n");
-            let gpu_only_on_tpu = facts.conditions.contains("tpu") && gpu_client_env().is_match(&raw_code);
-            if gpu_only_on_tpu || !fits_case(&raw_code, case) || !moves_stated_settings(code.as_deref().unwrap_or(&raw_code), fx.category, case, facts) {
+            if !fits_case(&raw_code, case, facts, Offer::Fix) || !moves_stated_settings(code.as_deref().unwrap_or(&raw_code), fx.category, case, facts) {
                 return None;
             }
             // `fewer-stages-plain` is the number-free fallback of `fewer-stages`: skip it when

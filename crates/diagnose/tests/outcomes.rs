@@ -170,9 +170,46 @@ fn ranked(r: &Record, f: &Finding, how: Ranking, table: &Outcomes, hold_out: boo
     fixes
 }
 
-/// Judge one record's finding, its fixes ranked `how` (held out: without this thread's own count).
-fn judge(r: &Record, f: &Finding, how: Ranking, table: &Outcomes, hold_out: bool) -> Figures {
-    let fixes = ranked(r, f, how, table, hold_out);
+/// One record's fixes in each order the test judges, each ranked once: the knowledge base's
+/// file order, the measured ranking users see (for a corpus record its own thread held out
+/// of the counts, what a new thread sees; a held-out record is in no count), and the
+/// measured ranking in-sample.
+struct Orders {
+    file: Vec<FixOut>,
+    measured: Vec<FixOut>,
+    in_sample: Vec<FixOut>,
+}
+
+impl Orders {
+    fn of(r: &Record, f: &Finding, table: &Outcomes) -> Orders {
+        Orders {
+            file: ranked(r, f, Ranking::FileOrder, table, false),
+            measured: ranked(r, f, Ranking::Measured, table, !r.held_out),
+            in_sample: ranked(r, f, Ranking::Measured, table, false),
+        }
+    }
+}
+
+/// Which of a record's orders a table judges.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Order {
+    File,
+    Measured,
+    InSample,
+}
+
+impl Order {
+    fn of(self, o: &Orders) -> &[FixOut] {
+        match self {
+            Order::File => &o.file,
+            Order::Measured => &o.measured,
+            Order::InSample => &o.in_sample,
+        }
+    }
+}
+
+/// Judge one record's finding by its fixes in one order.
+fn judge(r: &Record, f: &Finding, fixes: &[FixOut]) -> Figures {
     let cats: Vec<&str> = fixes.iter().map(|x| x.category.as_str()).collect();
     let worked = r.category.as_str();
     let ok = |c: &str| c == worked || r.also_ok.iter().any(|a| a == c);
@@ -212,35 +249,28 @@ fn table(title: &str, rows: &BTreeMap<String, Figures>) -> (String, Figures) {
     (out, all)
 }
 
-/// Per-family figures for the records `keep` selects.
-fn family_rows(
-    records: &[Record],
-    diagnosed: &[Option<Finding>],
-    keep: impl Fn(&Record) -> bool,
-    how: Ranking,
-    table: &Outcomes,
-    hold_out: bool,
-) -> BTreeMap<String, Figures> {
+/// Per-family figures for the records `keep` selects, by their fixes in `order`.
+fn family_rows(records: &[Record], diagnosed: &[Option<(Finding, Orders)>], keep: impl Fn(&Record) -> bool, order: Order) -> BTreeMap<String, Figures> {
     let mut rows: BTreeMap<String, Figures> = BTreeMap::new();
-    for (r, f) in records.iter().zip(diagnosed).filter(|(r, _)| keep(r)) {
+    for (r, d) in records.iter().zip(diagnosed).filter(|(r, _)| keep(r)) {
         let row = rows.entry(r.family.clone()).or_default();
-        match f {
-            Some(f) => row.add(&judge(r, f, how, table, hold_out)),
+        match d {
+            Some((f, o)) => row.add(&judge(r, f, order.of(o))),
             None => row.records += 1,
         }
     }
     rows
 }
 
-/// Records whose first fix is one they mark misleading (held out, or file order).
-fn harmful_lines(records: &[Record], diagnosed: &[Option<Finding>], table: &Outcomes) -> Vec<String> {
+/// Records whose first fix is one they mark misleading (measured, or file order).
+fn harmful_lines(records: &[Record], diagnosed: &[Option<(Finding, Orders)>]) -> Vec<String> {
     records
         .iter()
         .zip(diagnosed)
-        .filter_map(|(r, f)| {
-            let f = f.as_ref()?;
-            let measured = judge(r, f, Ranking::Measured, table, true);
-            let file = judge(r, f, Ranking::FileOrder, table, false);
+        .filter_map(|(r, d)| {
+            let (f, o) = d.as_ref()?;
+            let measured = judge(r, f, &o.measured);
+            let file = judge(r, f, &o.file);
             let set = if r.held_out { format!(" [held-out set {}]", r.file) } else { String::new() };
             (measured.harmful + file.harmful > 0).then(|| {
                 format!("{}{set} ({}): harmful in file order {}, measured {}; worked {}, misleading {:?}", r.id, f.id, file.harmful, measured.harmful, r.category, r.misleading)
@@ -367,23 +397,14 @@ fn contradiction(r: &Record, f: &Finding, fix: &FixOut) -> Option<String> {
 }
 
 /// Records whose first fix (measured ranking, own thread held out) contradicts the case.
-fn contradiction_lines(
-    records: &[Record],
-    diagnosed: &[Option<Finding>],
-    table: &Outcomes,
-) -> Vec<(bool, String)> {
+fn contradiction_lines(records: &[Record], diagnosed: &[Option<(Finding, Orders)>]) -> Vec<(bool, String)> {
     records
         .iter()
         .zip(diagnosed)
-        .filter_map(|(r, f)| {
-            let f = f.as_ref()?;
-            let fixes = ranked(r, f, Ranking::Measured, table, !r.held_out);
-            let why = contradiction(r, f, fixes.first()?)?;
-            let set = if r.held_out {
-                format!(" [held-out set {}]", r.file)
-            } else {
-                String::new()
-            };
+        .filter_map(|(r, d)| {
+            let (f, o) = d.as_ref()?;
+            let why = contradiction(r, f, o.measured.first()?)?;
+            let set = if r.held_out { format!(" [held-out set {}]", r.file) } else { String::new() };
             Some((r.held_out, format!("{}{set} ({}): {why}", r.id, f.id)))
         })
         .collect()
@@ -414,18 +435,28 @@ fn outcomes() {
         );
     }
 
+    // Each record's fixes ranked once in each order; every table and list below reads these.
+    let diagnosed: Vec<Option<(Finding, Orders)>> = records
+        .iter()
+        .zip(diagnosed)
+        .map(|(r, f)| f.map(|f| {
+            let o = Orders::of(r, &f, &fresh);
+            (f, o)
+        }))
+        .collect();
+
     let mut report = String::new();
     let mut measured_all = Figures::default();
     // The corpus the ranking counts come from, judged leaving each record's own thread out.
     let in_corpus = |r: &Record| !r.held_out;
-    for (title, how, hold_out) in [
-        ("file order (the knowledge base's order, no outcomes)", Ranking::FileOrder, false),
-        ("measured ranking, each record's own thread held out of the counts", Ranking::Measured, true),
-        ("measured ranking (in-sample)", Ranking::Measured, false),
+    for (title, order) in [
+        ("file order (the knowledge base's order, no outcomes)", Order::File),
+        ("measured ranking, each record's own thread held out of the counts", Order::Measured),
+        ("measured ranking (in-sample)", Order::InSample),
     ] {
-        let (t, all) = table(title, &family_rows(&records, &diagnosed, in_corpus, how, &fresh, hold_out));
+        let (t, all) = table(title, &family_rows(&records, &diagnosed, in_corpus, order));
         report += &t;
-        if how == Ranking::Measured && hold_out {
+        if order == Order::Measured {
             measured_all = all;
         }
     }
@@ -434,7 +465,7 @@ fn outcomes() {
     for file in held_out_files {
         let (t, h) = table(
             &format!("held-out set ({file}: never counted in kb/outcomes.json), measured ranking"),
-            &family_rows(&records, &diagnosed, |r| r.held_out && r.file == file, Ranking::Measured, &fresh, false),
+            &family_rows(&records, &diagnosed, |r| r.held_out && r.file == file, Order::Measured),
         );
         report += &t;
         report += &h.summary(&format!("held-out set {file}"));
@@ -442,12 +473,12 @@ fn outcomes() {
     // All held-out sets together.
     let (t, held_out_all) = table(
         "all held-out sets together (*heldout*.jsonl: never counted in kb/outcomes.json), measured ranking",
-        &family_rows(&records, &diagnosed, |r| r.held_out, Ranking::Measured, &fresh, false),
+        &family_rows(&records, &diagnosed, |r| r.held_out, Order::Measured),
     );
     report += &t;
     report += &held_out_all.summary("held-out sets together");
-    report += &format!("\nharmful first fixes (held out of the counts):\n{}\n", harmful_lines(&records, &diagnosed, &fresh).join("\n"));
-    let contradictions = contradiction_lines(&records, &diagnosed, &fresh);
+    report += &format!("\nharmful first fixes (held out of the counts):\n{}\n", harmful_lines(&records, &diagnosed).join("\n"));
+    let contradictions = contradiction_lines(&records, &diagnosed);
     report += &format!(
         "\nfirst fixes that contradict what the thread states (a version it rules out, another framework's API): {} in the corpus, {} held out\n{}\n",
         contradictions.iter().filter(|(h, _)| !h).count(),
@@ -455,12 +486,12 @@ fn outcomes() {
         contradictions.iter().map(|(_, l)| l.as_str()).collect::<Vec<_>>().join("\n")
     );
     if std::env::var_os("OOMDOC_OUTCOMES_DETAIL").is_some() {
-        for (r, f) in records.iter().zip(&diagnosed) {
-            let Some(f) = f else {
+        for (r, d) in records.iter().zip(&diagnosed) {
+            let Some((f, o)) = d else {
                 report += &format!("\n{} [{}]{} worked {}: not detected", r.id, r.family, if r.held_out { " held-out" } else { "" }, r.category);
                 continue;
             };
-            let fixes: Vec<String> = ranked(r, f, Ranking::Measured, &fresh, !r.held_out).iter().map(|x| format!("{}:{}", x.id, x.category)).collect();
+            let fixes: Vec<String> = o.measured.iter().map(|x| format!("{}:{}", x.id, x.category)).collect();
             let dead: Vec<String> = f.dead_ends.iter().map(|x| format!("{}:{}", x.id, x.category)).collect();
             report += &format!(
                 "\n{} [{}]{} worked {} misleading {:?}\n  {} case {}\n  fixes {}\n  dead {}\n  cause {}",
