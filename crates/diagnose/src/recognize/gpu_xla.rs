@@ -155,6 +155,8 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             let m = c.get(0).unwrap();
             let mut h = Hit::new("bfc.allocator-oom", m.start(), m.end()).on(platform).during(Phase::Runtime).in_space("device").ranked(12);
             h.size(SizeKey::Requested, &c["req"]);
+            // TensorFlow before the allocator's name was printed: long before TF_GPU_ALLOCATOR=cuda_malloc_async (2.5).
+            h.flag("legacy_message");
             bfc_dump(t, m.end(), &mut h);
             hits.push(h);
         }
