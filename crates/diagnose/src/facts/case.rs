@@ -81,13 +81,16 @@ grammar!(fw_ollama, r"(?i)\bollama\b|\bllama\.go:\d+|\bsource=(?:server|sched|gp
 // LMDeploy names itself in its module paths and its logger (`get_logger('lmdeploy')`,
 // lmdeploy/utils.py@v0.16.0), and TurboMind is its CUDA engine (lmdeploy/turbomind/).
 grammar!(fw_lmdeploy, r"\blmdeploy\b|\bturbomind\b");
-// KoboldAI (the PyTorch client, not koboldcpp) re-raises an OOM as "KoboldAI ran out of memory: …"
-// (KoboldOutOfMemoryError) and a load failure as "… when KoboldAI tried to load your model."
-// (aiserver.py:522, 560, 2498 @1.19.2); its server script is aiserver.py.
-grammar!(fw_koboldai, r"\bKoboldAI\b|KoboldOutOfMemoryError|\baiserver\.py\b|--breakmodel_gpulayers");
-// text-generation-webui: its install folder, and its own modules (modules/models.py load_model,
-// modules/text_generation.py, modules/shared.py's flags; v4.7.3, also in v1.x).
-grammar!(fw_textgen_webui, r"(?i)text-generation-webui|\boobabooga\b|\bmodules[/\\](?:models|text_generation|shared|ui_model_menu|llamacpp_model|llamacpp_hf|exllama\w*|chat|callbacks|models_settings)\.py");
+// KoboldAI (the PyTorch client, not koboldcpp, whose web UI is also "KoboldAI Lite") re-raises an
+// OOM as "KoboldAI ran out of memory: …" (KoboldOutOfMemoryError) and a load failure as "… when
+// KoboldAI tried to load your model." (aiserver.py:522, 560, 2498 @1.19.2); its server script is
+// aiserver.py and its layer split --breakmodel_gpulayers (aiserver.py:1356).
+grammar!(fw_koboldai, r"KoboldAI ran out of memory|KoboldOutOfMemoryError|when KoboldAI tried to load|\baiserver\.py\b|--breakmodel_gpulayers");
+// text-generation-webui: its install folder, and modules of its own that other programs' `modules/`
+// folders (Stable Diffusion web UI's) do not have: modules/text_generation.py and models_settings.py
+// (v1.0 and v4.7.3), ui_model_menu.py (v4.7.3), llamacpp_model.py and exllama_hf.py (v1.0),
+// llamacpp_hf.py (v1.16, v2.0), exllamav2_hf.py (v1.16 to v3.23).
+grammar!(fw_textgen_webui, r"(?i)text-generation-webui|\boobabooga\b|\bmodules[/\\](?:text_generation|ui_model_menu|models_settings|llamacpp_model|llamacpp_hf|exllama_hf|exllamav2_hf)\.py");
 grammar!(fw_comfyui, r"ComfyUI|comfy[/\\.]|comfy_extras|KSampler");
 grammar!(fw_diffusers, r"\bdiffusers\b|StableDiffusion\w*Pipeline|UNet2DConditionModel");
 grammar!(fw_mesh_tf, r"mesh_tensorflow|\bmtf\.");
