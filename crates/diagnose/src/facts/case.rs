@@ -384,6 +384,19 @@ mod tests {
         assert_eq!(c.versions["torch"].version.as_deref(), Some("2.0.1"));
     }
 
+    /// Serving engines read from their own wording (each from a public thread, verbatim).
+    #[test]
+    fn serving_engines_are_read_from_their_own_wording() {
+        // https://github.com/InternLM/lmdeploy/issues/2236: TurboMind's source path names LMDeploy.
+        let c = case_of("RuntimeError: [TM][ERROR] CUDA runtime error: out of memory /lmdeploy/src/turbomind/utils/memory_utils.cu:32");
+        assert!(c.has("lmdeploy"), "{c:?}");
+        assert_eq!(c.workload.as_deref(), Some("serving"));
+        // https://github.com/TavernAI/TavernAI-v1/issues/15: KoboldAI's own re-raise.
+        let c = case_of("    msg: 'KoboldAI ran out of memory: CUDA out of memory. Tried to allocate 26.00 MiB (GPU 0; 14.76 GiB total capacity; 13.65 GiB already allocated; 9.88 MiB free; 13.85 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF',\n    type: 'out_of_memory.gpu.cuda'");
+        assert_eq!(c.frameworks.first().map(String::as_str), Some("koboldai"), "{c:?}");
+        assert!(c.allows_api("pytorch"));
+    }
+
     #[test]
     fn frameworks_workload_and_os() {
         let c = case_of("File \"C:\\Users\\me\\ComfyUI\\comfy\\model_management.py\", line 12\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 7.75 GiB of which 11.62 MiB is free.");
