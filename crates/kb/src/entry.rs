@@ -497,6 +497,7 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("arena_limit", "ONNX Runtime's arena reported the memory left under its own limit (\"Available memory of X\")"),
     ("device_buffer_limit", "ggml's Vulkan backend refused one buffer larger than the device's largest single allocation"),
     ("host_arena", "the failing ONNX Runtime arena is the CPU (host) arena"),
+    ("graph_allocator", "ggml's allocator over a buffer the program sized (ggml-alloc.c: a measured compute buffer), not a ggml_init context"),
     ("tactic_skipped", "TensorRT skipped a tactic for lack of memory and went on building (not fatal by itself)"),
     // The case around the failure (crates/diagnose/src/facts/case.rs), read from the whole block of log text.
     ("windows_commit_limit", "host memory on Windows: allocations fail at the commit limit (RAM plus page file), which the page file's size sets"),
@@ -540,12 +541,17 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("framework_ollama", "the log comes from Ollama"),
     ("framework_llama_cpp", "the log comes from llama.cpp (or a program built on it)"),
     ("framework_comfyui", "the log comes from ComfyUI"),
+    ("framework_lmdeploy", "the log comes from LMDeploy (its module paths, logger or TurboMind engine)"),
+    ("framework_koboldai", "the log comes from KoboldAI (the PyTorch client: aiserver.py, 'KoboldAI ran out of memory')"),
+    ("framework_text_generation_webui", "the log comes from text-generation-webui (its install folder or its modules/*.py)"),
+    ("model_loading", "the failure happens while the model's weights load: a traceback through load_model / from_pretrained / load_state_dict / load_weights, TGI's 'Shard N failed to start' (before the shard reports ready, so before warmup), KoboldAI's 'tried to load your model'"),
     ("framework_diffusers", "the log comes from diffusers"),
     ("framework_deepspeed", "the log comes from DeepSpeed"),
     ("framework_mesh_tf", "the log comes from Mesh TensorFlow"),
     ("framework_paddle", "the log comes from PaddlePaddle"),
     ("framework_data", "the log shows a data library (pandas, polars, dask, pyarrow, datasets, scikit-learn)"),
     ("in_memory_database", "DuckDB: the database runs in memory with no temp_directory, so unused blocks cannot be spilled to disk (the error says so)"),
+    ("duckdb_system_allocator", "DuckDB: its allocator got no memory from the system ('Failed to allocate block of N bytes'), below its own memory_limit"),
 ];
 
 /// Placeholders the diagnose engine can fill. `_h` variants are human-readable (`18.00 MiB`).

@@ -116,23 +116,53 @@ pub const TRIGGERS: &[&str] = &[
     "allocation of size",
     // PyTorch's and ONNX Runtime's "Unable to find a valid cuDNN algorithm to run convolution".
     "algorithm to run convolution",
+    // Rust 1.20-1.27's heap OOM abort: "fatal runtime error: allocator memory exhausted" (`vocabulary::HOST_NAMES`).
+    "allocator memory exhausted",
 ]; 
 
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
 grammar!(
     strong,
-    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)\b|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|(?:memory |host |device )?allocation of (?:size )?\d+(?: bytes)? failed|allocating \d+ bytes exceeds the memory limit of \d+|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b"
+    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)\b|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|(?:memory |host |device )?allocation of (?:size )?\d+(?: bytes)? failed|allocating \d+ bytes exceeds the memory limit of \d+|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b|\ballocator memory exhausted\b"
 );
 // What makes the line an error report, before the phrase.
 grammar!(
     error_marker,
     r"(?i)\b[\w.:]*(?:error|exception|fault)\b|\bfail(?:ed|ure|s)?\b|\bfatal\b|\babort(?:ed|ing)?\b|\bterminate called\b|what\(\)|\bpanic|\bcrash|\berrno\b|\bstatus\b|\bcheck failed\b|\.\w+:\d+\]|^\s*(?:\[?[EF]\d{4}|\[?(?:E|F|ERROR|FATAL|CRITICAL|ERR)\b)"
 );
-// Prose: people writing about a failure, hints, questions, docs.
+// Prose: people writing about a failure, hints, questions, docs. Read through [`prose`], which
+// passes over words inside a path or a name.
 grammar!(
-    prose,
+    prose_words,
     r"(?i)\b(?:I|I'm|I've|I'd|me|my|we|we're|our|us|you|your|you're|please help|how (?:do|can|to)|why|seems?|maybe|probably|thanks|avoid|prevent|reduce|to fix|if (?:the|a|an|it|there|this)|when (?:the|a|an|it|using|running)|should|would|tips?|hint|e\.g\.|such as|example|could (?:give|be|happen|cause|lead)|possibly|strange|because|she|he|they|their|someone|anyone|catch|detect|monitor)\b|\?\s*$"
 );
+/// Prose words as words of a sentence: a pronoun inside a path or a hyphenated name is part of
+/// that name (`C:\buildkite-agent\builds\...-autoscaling-group-i-0b37...\xgboost`, `/home/me/...`),
+/// and `\b` alone takes `-`, `/` and `\` for word ends.
+struct Prose;
+fn prose() -> Prose {
+    Prose
+}
+impl Prose {
+    fn is_match(&self, s: &str) -> bool {
+        let b = s.as_bytes();
+        let joins = |c: u8| matches!(c, b'/' | b'\\' | b'-' | b'_' | b'@' | b'=');
+        prose_words().find_iter(s).any(|m| {
+            // `\?\s*$`: a question, not a word.
+            if m.as_str().trim_start().starts_with('?') {
+                return true;
+            }
+            let before = m.start().checked_sub(1).map(|i| b[i]);
+            let after = b.get(m.end()).copied();
+            // `my.cu`, `me.py`: a file name; `me.` ending a sentence is prose.
+            let dotted = after == Some(b'.') && b.get(m.end() + 1).is_some_and(|c| c.is_ascii_alphanumeric());
+            // `9616777840 us:` (ROCclr's log prefix): microseconds after a number, not the pronoun.
+            let micros = m.as_str().eq_ignore_ascii_case("us") && s[..m.start()].trim_end_matches(' ').ends_with(|c: char| c.is_ascii_digit());
+            !(before.is_some_and(joins) || after.is_some_and(joins) || dotted || micros)
+        })
+    }
+}
+
 // Words that make a sentence advice or a question about a failure, not a report of one.
 grammar!(hint, r"(?i)\b(?:avoid|prevent|to fix|if (?:you|the|a|an|it|there|this)|should|would|tips?|hint|e\.g\.|such as|example|catch|detect|monitor|try|how (?:do|can|to)|why)\b|\?\s*$");
 // Source code quoted in a traceback or a diff, not a message.
@@ -174,7 +204,17 @@ grammar!(
 );
 // Host by default: Python's MemoryError, C++ bad_alloc, errno ENOMEM, unless a device is named.
 // Rust's std::alloc::handle_alloc_error prints "memory allocation of N bytes failed" for the heap.
-grammar!(w_host_weak, r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b|(?i:memory allocation of \d+ bytes failed)|Out of Memory Error:|\bOutOfMemoryException\b|\bArrowMemoryError\b");
+// Host runtimes' own names for their memory (V8's heap, the JVM's heap kinds, a Python host
+// library's exception module): [`vocabulary::HOST_NAMES`].
+fn w_host_weak() -> &'static regex::Regex {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        super::re(&format!(
+            r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b|(?i:memory allocation of \d+ bytes failed)|Out of Memory Error:|\bOutOfMemoryException\b|\bArrowMemoryError\b|{}",
+            vocabulary::host_names_pattern()
+        ))
+    })
+}
 grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|(?i:\bdevice memory\b)|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bRMM_\w+|\bDirectML\b|\bDML\b|\bDml[A-Z]\w*|\bVulkan\b|\bPT_DEVMEM\b|\bHPU\b|\bhpu\b|\bGaudi\b|\bhabana\w*|(?i:\b(?:npu|video|graphics|dedicated)[ _]memory\b)|\bpoplar\w*|\bpopart\b|\bIPU\b|\bdev_id\b|(?:\b|_)gmem\b|\bbmlib\w*|\bXRT\w*|\bxrt\w*");
 
 grammar!(
@@ -291,6 +331,12 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                     if prev.get(k).is_none() {
                         prev.sizes.push((k, p));
                     }
+                }
+                // One line of the failure that says memory for certain makes it certain
+                // (V8's "allocation failure" GC line, then "JavaScript heap out of memory").
+                if h.confidence == Confidence::Certain {
+                    prev.confidence = Confidence::Certain;
+                    prev.confidence_reason = None;
                 }
                 if prev.memory_space.is_none() && h.memory_space.is_some() {
                     prev.id = h.id;
@@ -907,6 +953,29 @@ mod tests {
     }
 
     #[test]
+    fn host_runtimes_name_their_memory() {
+        // Each names host memory by the runtime's own vocabulary (vocabulary::HOST_NAMES), not by a device or host word.
+        for (t, why) in [
+            // nsg-ethz/synet#1: a Python host library's exception module.
+            ("  File \"/home/lucky/anaconda3/envs/cs-synet/lib/python2.7/site-packages/z3/z3core.py\", line 1372, in Check\n    raise self.Exception(self.get_error_message(ctx, err))\nz3.z3types.Z3Exception: out of memory\n", "z3"),
+            // dask/dask#6685 (title): pandas' C parser.
+            ("Reading multiple CSV files of 200 MB results in 'pandas.errors.ParserError: Error tokenizing data. C error: out of memory'\n", "pandas"),
+            // Hexeption/MCP-Reborn#391: Gradle relays the JVM's heap kind.
+            ("* What went wrong:\nOut of memory. Java heap space\n", "jvm"),
+            // community-scripts/ProxmoxVE#6328: V8's GC trace, then its fatal heap OOM.
+            ("... allocation failure; GC in old space requested\n... JavaScript heap out of memory\n... FatalProcessOutOfMemory\n", "v8"),
+            // rust-lang/rust#46865: Rust 1.2x's heap OOM abort.
+            ("running 1 test\nfatal runtime error: allocator memory exhausted\n", "rust"),
+        ] {
+            let h = one(t).unwrap_or_else(|| panic!("{why}: silent"));
+            assert_eq!((h.id, h.platform, h.memory_space.as_deref(), h.confidence), ("generic.host-oom", Some(Platform::Cpu), Some("host"), Confidence::Certain), "{why}");
+        }
+        // A device word still wins over a host library's module: CuPy is not in the list, and a GPU named is a GPU.
+        let h = one("pandas.errors.ParserError: CUDA out of memory on GPU 0").unwrap();
+        assert_eq!(h.memory_space.as_deref(), Some("device"));
+    }
+
+    #[test]
     fn symbol_tables_are_names_not_failures() {
         // /proc/kallsyms (issue 25, D7): the kernel's OOM handlers by name.
         let kallsyms = "ffffffffa1e2c3d0 T __pfx_pagefault_out_of_memory\nffffffffa1e2c3e0 T pagefault_out_of_memory\nffffffffa1e2c500 T out_of_memory\nffffffffa1e2c700 t mem_cgroup_out_of_memory\t[kernel]";
@@ -927,6 +996,21 @@ mod tests {
         assert!(one("I encountered OOM with 50GB GPUs.").is_none());
         assert!(one("OSError: [Errno 28] No space left on device").is_none());
         assert!(one("Add total GPU memory capacity to the inference performance table").is_none());
+    }
+
+    #[test]
+    fn a_pronoun_inside_a_path_is_no_prose() {
+        // dmlc/xgboost#10301: a Windows CI path holds `-group-i-0b37…`; `\bI\b` took it for "I".
+        let t = "XGBoostError: [16:43:48] C:\\buildkite-agent\\builds\\buildkite-windows-cpu-autoscaling-group-i-0b3782d1791676daf-1\\xgboost\\xgboost-ci-windows\\src\\data\\../common/device_helpers.cuh:431: Memory allocation error on worker 0: bad allocation: cudaErrorMemoryAllocation: out of memory";
+        let h = one(t).expect("a path is no sentence");
+        assert_eq!((h.id, h.platform), ("generic.device-oom", Some(Platform::Cuda)));
+        assert!(one("Error: /home/me/src/my-app/alloc.cc:12: out of memory on the GPU").is_some());
+        // ROCm/legacy-rocm-build#2480: ROCclr's log prefix counts microseconds, `9616777840 us:`.
+        assert!(one(":1:memory.cpp               :347 : 9616777840 us: 4277 : [tid:0x7f2accbfe6c0] Video memory allocation failed!").is_some());
+        // The words themselves still make prose.
+        assert!(one("Error: I get out of memory on the GPU").is_none());
+        assert!(one("Error: out of memory, it gave us nothing on the GPU").is_none());
+        assert!(one("Error: out of memory on the GPU, help me.").is_none());
     }
 
     #[test]

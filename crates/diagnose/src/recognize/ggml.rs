@@ -7,6 +7,9 @@
 //! * `ggml/src/ggml-alloc.c` / `ggml-backend.cpp`: `"%s: failed to allocate %s buffer of size %zu"`
 //!   (`ggml_gallocr_reserve_n`, `alloc_tensor_range`), then llama's `failed to allocate compute buffers`
 //!   or `unable to allocate <buft> buffer`.
+//! * Each backend's `ggml_backend_<backend>[_host]_buffer_type_alloc_buffer` (`ggml-backend.cpp`'s CPU one,
+//!   `ggml-cpu/amx/amx.cpp`, `ggml-openvino`): `"%s: failed to allocate buffer of size %zu"`, the buffer type
+//!   named only by the function (ggml-org/ggml@d99724f2b141fed9e1a9f402213506c081433465).
 //! * `ggml/src/ggml-metal/*`: `"%s: error: failed to allocate buffer, size = %8.2f MiB"`, and a failed
 //!   command buffer: `error: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)`.
 //! * `ggml/src/ggml-vulkan/ggml-vulkan.cpp`: `ggml_vulkan: Device memory allocation of size %zu failed.`
@@ -16,6 +19,13 @@
 //!   context's memory pool (needed %zu, available %zu)"` — a fixed-size context the program sized itself
 //!   (`ggml_init_params.mem_size`), not the machine's memory; and `GGML_ASSERT(ctx->mem_buffer != NULL)` in
 //!   `ggml_init`, the context's own buffer not allocated from host RAM.
+//! * `ggml/src/ggml-alloc.c` (ggml-org/ggml at dd92cfd4, 2023-10, and v0.21.0): the allocators that place tensors in
+//!   one backend buffer the program sized beforehand (a compute buffer sized by a measuring pass, a weights buffer):
+//!   `ggml_allocr_alloc` (2023) `"%s: not enough space in the buffer (needed %zu, largest block available %zu)"`
+//!   then `GGML_ASSERT(!"not enough space in the buffer")`; now `ggml_tallocr_alloc` `"%s: not enough space in the
+//!   buffer to allocate %s (needed %zu, available %zu)"` and `ggml_dyn_tallocr_alloc` `"%s: not enough space in the
+//!   buffer to allocate %zu bytes, largest block available %zu bytes"` (then `GGML_ABORT`). Like the context pool, a
+//!   buffer too small for what the program put in it, whatever the machine has free.
 //! * Ollama `llm/server.go`: `model requires more system memory (%s) than is available (%s)`.
 
 use super::{has, window, window_before, Hit};
@@ -36,6 +46,7 @@ pub const TRIGGERS: &[&str] = &[
     "of pinned memory",
     "current device:",
     "context's memory pool",
+    "not enough space in the buffer",
     "mem_buffer != NULL",
     "unable to allocate",
     "enough available memory to run this model",
@@ -43,6 +54,8 @@ pub const TRIGGERS: &[&str] = &[
 
 grammar!(cuda_malloc, r"(?P<func>ggml_backend_\w+?_buffer_type_alloc_buffer): allocating (?P<mib>[0-9]+(?:\.[0-9]+)? MiB) on device (?P<dev>\d+): (?P<api>cudaMalloc|hipMalloc|musaMalloc) failed: out of memory");
 grammar!(failed_buffer, r"(?P<func>[A-Za-z_]\w*): failed to allocate (?P<buft>[A-Za-z][A-Za-z0-9_]*?) buffer of size (?P<n>[0-9]+)");
+// The buffer type named by the allocating function: `ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size N`.
+grammar!(func_buffer, r"(?P<func>ggml_backend_(?P<be>[a-z0-9_]+?)_buffer_type_alloc_buffer): failed to allocate buffer of size (?P<n>[0-9]+)");
 grammar!(compute_buffers, r"(?P<func>[A-Za-z_]\w*): failed to allocate compute (?:pp )?buffers");
 grammar!(metal_buffer, r"(?P<func>ggml_\w+): error: failed to allocate buffer, size = +(?P<mib>[0-9]+(?:\.[0-9]+)? MiB)");
 grammar!(metal_cmd, r"(?:ggml_metal_\w+: (?:error: )?command buffer \d+ failed with status \d+\s+)?error: Insufficient Memory \(0*8:kIOGPUCommandBufferCallbackErrorOutOfMemory\)");
@@ -59,24 +72,32 @@ grammar!(cuda_error_old, r"CUDA error 2 at (?P<loc>[^\s]*ggml-cuda\.cu:\d+): out
 // Ollama reports the runner's last error line: `llama runner process has terminated: CUDA error: out of memory`.
 grammar!(runner_oom, r"(?:llama runner|llama-server) process has terminated: (?:exit status \S+: )?(?P<dev>CUDA|ROCm|HIP|cudaMalloc failed:) (?:error: )?out of memory");
 grammar!(context_pool, r"(?P<func>ggml_\w+): not enough space in the context's memory pool \(needed (?P<need>[0-9]+), available (?P<avail>[0-9]+)\)");
+grammar!(alloc_buffer, r#"(?P<func>ggml_\w+): not enough space in the buffer(?: \(needed (?P<need>\d+), largest block available (?P<lb>\d+)\)| to allocate (?:(?P<need3>\d+) bytes, largest block available (?P<lb3>\d+) bytes|[^\s(]+ \(needed (?P<need2>\d+), available (?P<avail>\d+)\)))(?:[ \t]*\r?\n[^\n]*?GGML_ASSERT[^\n]*?"not enough space in the buffer"\)?)?"#);
 grammar!(context_buffer, r"GGML_ASSERT: [^\n]*?ggml\.c:\d+: ctx->mem_buffer != NULL|ggml\.c:\d+: GGML_ASSERT\(ctx->mem_buffer != NULL\) failed");
-// Ollama 0.1.16-0.1.17 (llm/llama.go, tags v0.1.16 and v0.1.17): when the runner subprocess died (its output
-// ended with EOF) without an error line of its own, the server guessed memory and returned this.
+// Ollama 0.1.4-0.1.17 (llm/llama.go, read at tags v0.1.4, v0.1.10 and v0.1.17; gone at v0.1.18): when the runner
+// subprocess died (its output ended with "unexpected EOF") without an error line of its own, the server guessed
+// memory and returned this.
 grammar!(ollama_runner_exited, r"llama runner exited, you may not have enough available memory to run this model");
 grammar!(ollama_sys, r"model requires more system memory \((?P<req>{SZ})\) than is available \((?P<free>{SZ})\)");
 
-/// Platform and memory space from a ggml buffer-type name (`CUDA0`, `ROCm1`, `Metal`, `Vulkan0`, `SYCL0`, `CPU`, `CUDA_Host`).
+/// Platform and memory space from a ggml buffer-type name (`CUDA0`, `ROCm1`, `Metal`, `Vulkan0`, `SYCL0`, `CANN0`,
+/// `CPU`, `CUDA_Host`), or the backend part of its allocating function's name (`cpu`, `cuda_host`, `vk`, `sycl`,
+/// `cann`, `metal`, `amx`, `cpu_repack`): each backend names its buffer types after itself, `_Host`/`_host` for
+/// pinned host memory (`ggml_backend_*_buffer_type_get_name`).
 fn buft_platform(buft: &str) -> (Platform, &'static str) {
-    let host = buft.ends_with("_Host") || buft.starts_with("CPU");
-    let p = if buft.starts_with("CUDA") || buft.starts_with("MUSA") {
+    let b = buft.to_ascii_lowercase();
+    let host = b.ends_with("_host") || b.starts_with("cpu") || b.starts_with("amx");
+    let p = if b.starts_with("cuda") || b.starts_with("musa") {
         Platform::Cuda
-    } else if buft.starts_with("ROCm") || buft.starts_with("HIP") {
+    } else if b.starts_with("rocm") || b.starts_with("hip") {
         Platform::Rocm
-    } else if buft.starts_with("Metal") || buft.starts_with("MTL") {
+    } else if b.starts_with("metal") || b.starts_with("mtl") {
         Platform::Metal
-    } else if buft.starts_with("SYCL") {
+    } else if b.starts_with("sycl") {
         Platform::Xpu
-    } else if buft.starts_with("CPU") {
+    } else if b.starts_with("cann") {
+        Platform::Npu
+    } else if b.starts_with("cpu") || b.starts_with("amx") {
         Platform::Cpu
     } else {
         Platform::Other
@@ -152,6 +173,23 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                 h.flag("device_buffer_limit");
             }
             h.culprit.device = Some(c["buft"].to_string());
+            h.detail("allocator", &c["func"]);
+            hits.push(h);
+        }
+    }
+    if has(t, "_buffer_type_alloc_buffer: failed to allocate buffer of size") {
+        for c in func_buffer().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            // The graph allocator's own line follows when it asked (`ggml_gallocr_reserve_n: failed to
+            // allocate CPU buffer of size N`): one failure, read there with the buffer type's name.
+            let next = window(t, m.end(), 300);
+            if failed_buffer().find(next).is_some_and(|f| next[..f.start()].matches('\n').count() <= 1) {
+                continue;
+            }
+            let (p, space) = buft_platform(&c["be"]);
+            let mut h = base("ggml.buffer-alloc", m.start(), m.end(), p, space, 12);
+            h.size(SizeKey::Requested, &c["n"]);
+            h.culprit.device = Some(c["be"].to_string());
             h.detail("allocator", &c["func"]);
             hits.push(h);
         }
@@ -250,6 +288,26 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
+    if has(t, "not enough space in the buffer") {
+        for c in alloc_buffer().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            // The buffer's device is not in the message; a Metal log's host buffers are the GPU's too (unified memory).
+            let ctx = window_before(t, m.start(), 3000);
+            let (platform, space) = if ctx.contains("ggml_metal") { (Platform::Metal, "device") } else { (Platform::Cpu, "host") };
+            let mut h = base("ggml.context-pool", m.start(), m.end(), platform, space, 10);
+            h.phase = Some(Phase::Runtime);
+            h.flag("graph_allocator");
+            if let Some(n) = c.name("need").or(c.name("need2")).or(c.name("need3")) {
+                h.size(SizeKey::Requested, n.as_str());
+            }
+            // What the buffer still had: its largest free block, or what was left past the last tensor.
+            if let Some(f) = c.name("lb").or(c.name("lb3")).or(c.name("avail")) {
+                h.size(SizeKey::Free, f.as_str());
+            }
+            h.detail("function", &c["func"]);
+            hits.push(h);
+        }
+    }
     if has(t, "mem_buffer != NULL") {
         for m in context_buffer().find_iter(t) {
             let mut h = base("generic.host-oom", m.start(), m.end(), Platform::Cpu, "host", 20);
@@ -264,8 +322,10 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             let mut h = Hit::new("generic.oom", m.start(), m.end());
             h.phase = Some(Phase::Load);
             h.priority = 30;
-            h.likely("Ollama says this whenever its llama runner died without an error line of its own: the runner is most often killed for memory while loading the model, but a crash for any other reason reads the same");
+            h.likely("Ollama says this whenever its llama runner died without an error line of its own: the runner is most often killed for memory while loading the model, but a crash for any other reason reads the same; which memory (the GPU's or the host's) it does not say, and the runner's own output before it does");
             h.detail("reported_by", "ollama");
+            // Only these releases print it; later ones report the runner's own last error line.
+            h.detail("printed_by_versions", "ollama 0.1.4-0.1.17");
             hits.push(h);
         }
     }
@@ -276,6 +336,39 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.size(SizeKey::Requested, &c["req"]);
             h.size(SizeKey::Free, &c["free"]);
             hits.push(h);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ollama_runner_exit_says_no_more_than_it_knows() {
+        // ollama/ollama#1019: no memory space, no platform, likely, and the releases that print it.
+        let mut hits = Vec::new();
+        recognize("Error: llama runner exited, you may not have enough available memory to run this model?", &mut hits);
+        let h = &hits[0];
+        assert_eq!((h.id, h.platform, h.memory_space.as_deref(), h.confidence), ("generic.oom", None, None, crate::finding::Confidence::Likely));
+        assert_eq!(h.details["printed_by_versions"], "ollama 0.1.4-0.1.17");
+    }
+
+    #[test]
+    fn the_allocating_function_names_the_buffer_type() {
+        // ggml-org/llama.cpp#8101: the CPU buffer type's allocator, named only by its function.
+        let t = "ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 137438953504\nllama_kv_cache_init: failed to allocate buffer for kv cache\n";
+        let mut hits = Vec::new();
+        recognize(t, &mut hits);
+        let h = hits.iter().find(|h| h.id == "ggml.buffer-alloc").expect("ggml hit");
+        assert_eq!((h.platform, h.memory_space.as_deref(), h.get(SizeKey::Requested)), (Some(Platform::Cpu), Some("host"), Some(137438953504)));
+        // Followed by the graph allocator's line for the same failure: one hit, that line's.
+        let mut hits = Vec::new();
+        recognize("ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 84940832\nggml_gallocr_reserve_n: failed to allocate CPU buffer of size 84940800\n", &mut hits);
+        let sizes: Vec<_> = hits.iter().filter(|h| h.id == "ggml.buffer-alloc").map(|h| h.get(SizeKey::Requested)).collect();
+        assert_eq!(sizes, vec![Some(84940800)]);
+        for (name, p, space) in [("cpu", Platform::Cpu, "host"), ("CPU", Platform::Cpu, "host"), ("cuda", Platform::Cuda, "device"), ("CUDA0", Platform::Cuda, "device"), ("CUDA_Host", Platform::Cuda, "host"), ("cuda_host", Platform::Cuda, "host"), ("Vulkan0", Platform::Other, "device"), ("vk", Platform::Other, "device"), ("Metal", Platform::Metal, "device"), ("SYCL0", Platform::Xpu, "device"), ("CANN0", Platform::Npu, "device")] {
+            assert_eq!(buft_platform(name), (p, space), "{name}");
         }
     }
 }
