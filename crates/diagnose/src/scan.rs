@@ -194,6 +194,11 @@ const EXTEND_WORDS: &[&str] = &[
     "Process ",
     "Top-of-Memory",
     "Currently allocated",
+    // The rest of PyTorch's cudaMallocAsync table (c10/cuda/CUDAMallocAsyncAllocator.cpp), one field per line.
+    "Requested",
+    "Device limit",
+    "Free (according to CUDA)",
+    "PyTorch limit",
     "Program requirement",
     "Available after request",
     "HBM capacity",

@@ -114,6 +114,11 @@ pub const TRIGGERS: &[&str] = &[
     "enough GPU memory",
     // ggml-vulkan's "Device memory allocation of size N failed." without its prefix.
     "allocation of size",
+    // Metal's "Insufficient Memory (IOAF code 8)", ManagedCuda's NPP "Device allocation error",
+    // Blender Cycles' "out of GPU and shared host memory".
+    "Insufficient Memory",
+    "allocation error",
+    "shared host memory",
     // PyTorch's and ONNX Runtime's "Unable to find a valid cuDNN algorithm to run convolution".
     "algorithm to run convolution",
 ]; 
@@ -121,7 +126,7 @@ pub const TRIGGERS: &[&str] = &[
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
 grammar!(
     strong,
-    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)\b|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|(?:memory |host |device )?allocation of (?:size )?\d+(?: bytes)? failed|allocating \d+ bytes exceeds the memory limit of \d+|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b"
+    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|\bout of gpu and shared host memory\b|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev|mpp|dma)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)?\b|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|(?:memory |host |device )?allocation of (?:size )?\d+(?: bytes)? failed|allocating \d+ bytes exceeds the memory limit of \d+|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b"
 );
 // What makes the line an error report, before the phrase.
 grammar!(
@@ -136,7 +141,8 @@ grammar!(
 // Words that make a sentence advice or a question about a failure, not a report of one.
 grammar!(hint, r"(?i)\b(?:avoid|prevent|to fix|if (?:you|the|a|an|it|there|this)|should|would|tips?|hint|e\.g\.|such as|example|catch|detect|monitor|try|how (?:do|can|to)|why)\b|\?\s*$");
 // Source code quoted in a traceback or a diff, not a message.
-grammar!(code, r#"\braise \w|\bdef \w|\breturn \w|^\s*(?:if|elif|while|assert) .*:\s*$|\bif .*: (?:raise|return)\b|\bf["']|^\s*[+-]\s"#);
+// (A Markdown list item of a bold key, `- **Exception Type:** ...`, is not a diff line.)
+grammar!(code, r#"\braise \w|\bdef \w|\breturn \w|^\s*(?:if|elif|while|assert) .*:\s*$|\bif .*: (?:raise|return)\b|\bf["']|^\s*[+-]\s+(?:[^*\s]|\*[^*]|\*\*[^*:]*\*\*)"#);
 // Operators: code, unless the line is already an error report (RET_CHECK / CHECK expressions).
 grammar!(operators, r"==|!=|&&|\|\||;\s*$");
 // A message at the start of a line (after a log prefix) needs no marker: "Failed to allocate 14495514624 bytes of memory".
@@ -162,15 +168,17 @@ grammar!(alloc_sz, &r"(?i)(?P<a>{SZU})(?: memory)? (?:has been|have been|already
 // Words that name the platform and the memory space.
 grammar!(w_cuda, r"\bCUDA\b|\bcuda\w*|\bTRT(?:-LLM)?\b|\bTensorRT\w*|\bcu(?:Mem|da)[A-Z]\w*|NVIDIA|\bnvidia\b|\bcublas|\bcudnn|CUDAPlace|\w\.cu\b|\bbitsandbytes\b");
 grammar!(w_rocm, r"\bHIP\b|\bhip[A-Z]\w*|\bROCm\b|\brocm\b|\bAMDGPU\b|\bMIOpen\b|\bmiopen\w*|\brocBLAS\b|\brocblas\w*");
-grammar!(w_metal, r"\bMetal\b|\bMETAL\b|\bMTL\w+|MTLBuffer|kIOGPU\w+");
+// (ggml's Metal backend logs from `ggml_metal_*` functions.)
+grammar!(w_metal, r"\bMetal\b|\bMETAL\b|\bMTL\w+|MTLBuffer|kIOGPU\w+|\bggml_metal\w*");
 grammar!(w_mps, r"\bMPS\b|\bmps\b");
 grammar!(w_xpu, r"\bXPU\b|\bxpu\b|Level[ _]Zero|\bUR_RESULT\w*|\bSYCL\b|\bsycl\b|\bZE_RESULT\w*");
-grammar!(w_device_memory, r"(?i)\b(?:gpu|device|video|graphics|dedicated)[ _]memory\b|\bVRAM\b");
+// (Blender Cycles' "out of GPU and shared host memory": device memory and the host memory it maps in.)
+grammar!(w_device_memory, r"(?i)\b(?:gpu|device|video|graphics|dedicated)[ _]memory\b|\bVRAM\b|\bgpu and shared host memory\b");
 grammar!(w_npu, r"\bNPU\b|\bnpu\b|\bAscend\b|\bCANN\b|\bACL_ERROR\w*");
 grammar!(w_tpu, r"\bTPU\b");
 grammar!(
     w_host,
-    r"\bCPU\b|\bcpu\b(?:[^.]|$)|intel_cpu|\bhost\b|\bHost\b|DefaultCPUAllocator|posix_memalign|\bmalloc\b|\bmmap\b|\bRAM\b|\bswap\b|CPUPlace|virtual memory|(?i:\bsystem memory\b)|\bpinned\b|page-locked"
+    r"\bCPU\b|\bcpu\b(?:[^.]|$)|intel_cpu|\bhost\b|\bHost\b|DefaultCPUAllocator|posix_memalign|\bmalloc\b|\bmmap\b|\bRAM\b|\bswap\b|CPUPlace|virtual memory|(?i:\bsystem memory\b)|\bpinned\b|page-locked|\b(?:cudaHostAlloc|cudaMallocHost|cudaHostRegister|cuMemHostAlloc|cuMemAllocHost|cuMemHostRegister|hipHostMalloc|hipMallocHost|hipHostAlloc|hipHostRegister)\b"
 );
 // Host by default: Python's MemoryError, C++ bad_alloc, errno ENOMEM, unless a device is named.
 // Rust's std::alloc::handle_alloc_error prints "memory allocation of N bytes failed" for the heap.
@@ -333,6 +341,15 @@ fn member_names() -> &'static regex::Regex {
     })
 }
 
+// The members' printed descriptions (`vocabulary::DESCRIPTIONS`), any capitalisation, wrapped lines allowed.
+fn member_descriptions() -> &'static regex::Regex {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        let alt: Vec<String> = vocabulary::DESCRIPTIONS.iter().map(|d| regex::escape(d.1).replace(' ', r"\s+")).collect();
+        regex::Regex::new(&format!(r"(?i)\b(?:{})\b", alt.join("|"))).expect("member descriptions")
+    })
+}
+
 // Each runtime's API calls and names, in `vocabulary::RUNTIMES` order.
 fn runtime_calls() -> &'static [regex::Regex] {
     static RE: std::sync::OnceLock<Vec<regex::Regex>> = std::sync::OnceLock::new();
@@ -361,6 +378,10 @@ grammar!(killed_for, r"(?i)\bkilled\b");
 // "Error locking page at 0x…: Cannot allocate memory" (Monero's mlocker). "page-locked" (CUDA's
 // pinned host memory, a real allocation) is not locking pages that exist.
 grammar!(page_lock, r"\b(?:mlock|munlock|mlockall|mlocker|VirtualLock)\b|RLIMIT_MEMLOCK|RLIMIT_MLOCK|(?i:\block(?:ing)? (?:\w+ ){0,2}(?:memory|pages?)\b)");
+// A CUDA library creating its handle (`cusolverDnCreate(handle)`, `cublasCreate_v2`): the handle's
+// device memory is allocated there, so an internal error at that call is the masked kind.
+grammar!(handle_create, r"\bcu(?:solver|blas|sparse)\w*Create(?:_v2)?\b");
+grammar!(error_label_before, r"(?i)\b\w*(?:error|exception)\s*:\s*$");
 grammar!(alloc_words, r"(?i)\balloc\w*[ _](?:fail|error)|\bfailed to alloc|\bunable to alloc|\bout of (?:\w+ )?memory");
 // A runtime's device allocation call that failed. Without a status that says why, lack of
 // memory is the usual reason (DirectML's `CHECK failed: ... CreateCommittedResource ... >= 0`).
@@ -395,6 +416,13 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
                 continue;
             }
             seen.push((s, m.end(), member, s, m.end(), false));
+        }
+    }
+    // The text a runtime or its binding prints for a member (`Memory Object Allocation Failure`).
+    for m in member_descriptions().find_iter(t) {
+        let said = m.as_str().split_whitespace().collect::<Vec<_>>().join(" ").to_ascii_lowercase();
+        if let Some(member) = vocabulary::DESCRIPTIONS.iter().find(|d| d.1 == said).and_then(|d| vocabulary::member(d.0)) {
+            seen.push((m.start(), m.end(), member, m.start(), m.end(), false));
         }
     }
     // By value, beside the runtime's own calls on an error line.
@@ -440,7 +468,17 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
             continue;
         }
         let line = &t[ls..le];
-        let pasted = backticked_report(line, start - ls, end - ls);
+        // The status right after an error or exception label (`Vulkan Error : VK_ERROR_OUT_OF_DEVICE_MEMORY`,
+        // `CudaException: ErrorOutOfMemory: The API call failed because ...`) is the printed message, even
+        // inside a sentence that reports it; a hint or a question about it is not.
+        let labeled = error_label_before().is_match(&t[ls..start]) && {
+            let sentence = sentence_of(line, start - ls, end - ls);
+            // The clause that holds it: "when I try to load it, I get ...: Error : X" reports X.
+            let off = sentence.as_ptr() as usize - line.as_ptr() as usize;
+            let clause = sentence[..(start - ls).saturating_sub(off).min(sentence.len())].rfind(", ").map_or(sentence, |i| &sentence[i + 2..]);
+            !hint().is_match(clause)
+        };
+        let pasted = backticked_report(line, start - ls, end - ls) || labeled;
         if (!pasted && (prose().is_match(line) || quoted(t, ls, start, le))) || code().is_match(line) || listing().is_match(line) {
             continue;
         }
@@ -457,7 +495,7 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
             vocabulary::Meaning::Oom => None,
             vocabulary::Meaning::Likely { reason, needs_memory_context } => {
                 let (ws, we) = near(t, ls, le, 8);
-                if needs_memory_context && !memory_near().is_match(&t[ws..we]) {
+                if needs_memory_context && !memory_near().is_match(&t[ws..we]) && !handle_create().is_match(line) {
                     continue;
                 }
                 // The line itself says an allocation failed ("status=4 message=\"Allocation Failure\""): certain.
