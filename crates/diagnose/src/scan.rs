@@ -199,6 +199,7 @@ const EXTEND_WORDS: &[&str] = &[
     "Device limit",
     "Free (according to CUDA)",
     "PyTorch limit",
+    "Allocation on device",
     "Program requirement",
     "Available after request",
     "HBM capacity",

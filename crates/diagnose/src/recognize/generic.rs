@@ -146,7 +146,7 @@ grammar!(code, r#"\braise \w|\bdef \w|\breturn \w|^\s*(?:if|elif|while|assert) .
 // Operators: code, unless the line is already an error report (RET_CHECK / CHECK expressions).
 grammar!(operators, r"==|!=|&&|\|\||;\s*$");
 // A message at the start of a line (after a log prefix) needs no marker: "Failed to allocate 14495514624 bytes of memory".
-grammar!(line_start_phrase, r#"(?i)^(?:[\s>*`"'\[\]\w:./-]|\p{So}){0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to (?:allocate|m?alloc\b)|(?:cannot|can't|could not) (?:allocate|malloc\b)|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed|out of (?:gpu|device) resources|memory allocation of (?:size )?\d+(?: bytes)? failed|exceed(?:s|ed)? max(?:imum)? (?:\w+ ){0,4}(?:allocation|memory))"#);
+grammar!(line_start_phrase, r#"(?i)^(?:[\s>*`"'\[\]\w:./-]|\p{So}){0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to (?:allocate|m?alloc\b)|(?:cannot|can't|could not) (?:allocate|malloc\b)|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed|out of (?:gpu|device) resources|out of gpu and shared host memory|memory allocation of (?:size )?\d+(?: bytes)? failed|exceed(?:s|ed)? max(?:imum)? (?:\w+ ){0,4}(?:allocation|memory))"#);
 
 // Sizes by general rules, next to the word that names them. Only sizes with a unit (or
 // `bytes`) are read here: a bare number next to "allocate" may count elements or blocks.
@@ -277,7 +277,12 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.confidence = Confidence::Likely;
         }
         sizes(&t[start..end], &mut h);
-        let (platform, space) = place(t, start, end);
+        // The phrase's own line first: the size lines after it may be another report's (a host
+        // memory summary under bitsandbytes' CUDA "Error out of memory at line N in file ...").
+        let (platform, space) = match place_in(line) {
+            Some(found) if found.0 != Platform::Other => found,
+            _ => place(t, start, end),
+        };
         h.platform = Some(platform);
         match space {
             Some("host") => {
@@ -289,6 +294,18 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                 h.space("device");
             }
             None => {}
+        }
+        // PyTorch's cudaMallocAsync backend opens its message "Allocation on device N would exceed allowed
+        // memory" (c10/cuda/CUDAMallocAsyncAllocator.cpp; `pytorch.rs`); reports often keep only its head.
+        if phrase.starts_with("torch.") && {
+            let (ws, we) = near(t, ls, le, 2);
+            t[ws..we].contains("Allocation on device")
+        } {
+            h.id = "pytorch.cuda-oom";
+            h.platform = Some(Platform::Cuda);
+            h.space("device");
+            h.priority = 80;
+            h.detail("allocator_backend", "cudaMallocAsync");
         }
         h.detail("wording", phrase);
         // Merge with a generic hit of the lines just before (one failure, several lines).
@@ -511,7 +528,12 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
             prev.end = prev.end.max(le);
             continue;
         }
-        let rt = vocabulary::runtime(member.runtime).expect("member's runtime");
+        // .NET's System.OutOfMemoryException has DuckDB's Python class name: DuckDB's only where it is named.
+        let dotnet = member.name == "OutOfMemoryException" && {
+            let (ws, we) = near(t, ls, le, 4);
+            !t[ws..we].to_ascii_lowercase().contains("duckdb")
+        };
+        let rt = vocabulary::runtime(if dotnet { "dotnet" } else { member.runtime }).expect("member's runtime");
         let start = ls + (line.len() - line.trim_start().len());
         let end = message_end(t, le);
         let mut h = Hit::new("generic.device-oom", start, end);
@@ -526,6 +548,14 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
             vocabulary::Space::Host if !through_device => "host",
             vocabulary::Space::Host | vocabulary::Space::Either => match place(t, start, end) {
                 (_, Some("device")) => "device",
+                // Nothing beside it says: the paragraph around it may (a title's E_OUTOFMEMORY text, "DirectML" below).
+                (_, None) if matches!(member.space, vocabulary::Space::Either) => {
+                    let (ws, we) = near(t, start, end, 4);
+                    match place(t, ws, we) {
+                        (_, Some("device")) => "device",
+                        _ => "host",
+                    }
+                }
                 _ => "host",
             },
         };
@@ -556,7 +586,7 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
         if let Some(v) = member.value {
             h.detail("status_value", v);
         }
-        h.detail("status_source", member.source);
+        h.detail("status_source", if dotnet { vocabulary::DOTNET_OOM } else { member.source });
         h.code_in_log = None;
         sizes(&t[start..end], &mut h);
         out.push(h);
@@ -811,44 +841,58 @@ fn has_unit(v: &str) -> bool {
 fn place(t: &str, start: usize, end: usize) -> (Platform, Option<&'static str>) {
     let (ws, we) = near(t, start, end, 2);
     for scope in [&t[start..end], &t[ws..we]] {
-        let vendor = if w_cuda().is_match(scope) {
-            Some(Platform::Cuda)
-        } else if w_rocm().is_match(scope) {
-            Some(Platform::Rocm)
-        } else if w_xpu().is_match(scope) {
-            Some(Platform::Xpu)
-        } else if w_npu().is_match(scope) {
-            Some(Platform::Npu)
-        } else if w_metal().is_match(scope) {
-            Some(Platform::Metal)
-        } else if w_mps().is_match(scope) {
-            Some(Platform::Mps)
-        } else if w_tpu().is_match(scope) {
-            Some(Platform::Tpu)
-        } else {
-            // A device runtime's own calls or names (`RKNN`, `rknn_init`) name its platform.
-            device_runtime(scope)
-        };
-        let host = w_host().is_match(scope);
-        let device = w_device().is_match(scope);
-        match (vendor, host, device) {
-            (Some(p), false, _) | (Some(p), true, true) => return (p, Some("device")),
-            (None, true, false) => return (Platform::Cpu, Some("host")),
-            (None, false, true) => return (Platform::Other, Some("device")),
-            // A vendor word and a host word without a device word: the host side of that stack
-            // (pinned host memory, the CPU allocator of a GPU build) — say host.
-            (Some(_), true, false) => return (Platform::Cpu, Some("host")),
-            // Memory named as the device's ("Cannot malloc 49.0002 MB GPU memory", Paddle's
-            // allocator) is the device's, whatever verb allocates it.
-            (None, true, true) if w_device_memory().is_match(scope) => return (Platform::Other, Some("device")),
-            (None, true, true) => {}
-            (None, false, false) => {}
+        if let Some(found) = place_in(scope) {
+            // Device memory named beside host memory, no vendor: the lines around may name it (Cycles'
+            // "out of GPU and shared host memory" under its `cuCtxPushCurrent` errors).
+            if found == (Platform::Other, Some("device")) && w_host().is_match(scope) {
+                if let Some((p, Some("device"))) = place_in(&t[ws..we]) {
+                    return (p, Some("device"));
+                }
+            }
+            return found;
         }
     }
     if w_host_weak().is_match(&t[start..end]) {
         return (Platform::Cpu, Some("host"));
     }
     (Platform::Other, None)
+}
+
+/// Platform and memory space from the words of one scope, when they say.
+fn place_in(scope: &str) -> Option<(Platform, Option<&'static str>)> {
+    let vendor = if w_cuda().is_match(scope) {
+        Some(Platform::Cuda)
+    } else if w_rocm().is_match(scope) {
+        Some(Platform::Rocm)
+    } else if w_xpu().is_match(scope) {
+        Some(Platform::Xpu)
+    } else if w_npu().is_match(scope) {
+        Some(Platform::Npu)
+    } else if w_metal().is_match(scope) {
+        Some(Platform::Metal)
+    } else if w_mps().is_match(scope) {
+        Some(Platform::Mps)
+    } else if w_tpu().is_match(scope) {
+        Some(Platform::Tpu)
+    } else {
+        // A device runtime's own calls or names (`RKNN`, `rknn_init`) name its platform.
+        device_runtime(scope)
+    };
+    let host = w_host().is_match(scope);
+    let device = w_device().is_match(scope);
+    match (vendor, host, device) {
+        (Some(p), false, _) | (Some(p), true, true) => Some((p, Some("device"))),
+        (None, true, false) => Some((Platform::Cpu, Some("host"))),
+        (None, false, true) => Some((Platform::Other, Some("device"))),
+        // A vendor word and a host word without a device word: the host side of that stack
+        // (pinned host memory, the CPU allocator of a GPU build) — say host.
+        (Some(_), true, false) => Some((Platform::Cpu, Some("host"))),
+        // Memory named as the device's ("Cannot malloc 49.0002 MB GPU memory", Paddle's
+        // allocator) is the device's, whatever verb allocates it.
+        (None, true, true) if w_device_memory().is_match(scope) => Some((Platform::Other, Some("device"))),
+        (None, true, true) => None,
+        (None, false, false) => None,
+    }
 }
 
 /// The platform of a device runtime (one whose platform is a vendor's, not `Other` or the

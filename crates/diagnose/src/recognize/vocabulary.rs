@@ -88,6 +88,7 @@ pub const RUNTIMES: &[Runtime] = &[
     Runtime { id: "onednn", platform: Platform::Cpu, calls: r"\bdnnl_\w+|\boneDNN\b" },
     Runtime { id: "posix", platform: Platform::Cpu, calls: r"\berrno\b|\bmmap\b|\bmalloc\b|\bposix_memalign\b" },
     Runtime { id: "java", platform: Platform::Cpu, calls: r"\bjava\.lang\.\w+" },
+    Runtime { id: "dotnet", platform: Platform::Cpu, calls: r"\bSystem\.\w+|\.NET\b" },
     Runtime { id: "duckdb", platform: Platform::Cpu, calls: r"\bduckdb\w*" },
     Runtime { id: "arrow", platform: Platform::Cpu, calls: r"\bpyarrow\w*|\barrow\b" },
 ];
@@ -124,6 +125,8 @@ const CUSOLVER_PXD: &str = "NVIDIA/nvmath-python:nvmath/bindings/cycusolver.pxd@
 const CUFFT_PXD: &str = "NVIDIA/nvmath-python:nvmath/bindings/cycufft.pxd@v0.9.0 (cufftResult, as cufft.h)";
 const NPP: &str = "kunzmi/managedCuda:NPP/NPPTypes.cs@1886172aad60647c56614fe5971fbb420e7c8415 (NppStatus, as nppdefs.h: NPP_MEMORY_ALLOCATION_ERR = -9)";
 const MANAGEDCUDA: &str = "kunzmi/managedCuda:ManagedCUDA/BasicTypesEnum.cs@1886172aad60647c56614fe5971fbb420e7c8415 (CUResult, .NET names of CUresult: ErrorOutOfMemory = 2)";
+/// .NET's exception of the same name as DuckDB's Python class.
+pub const DOTNET_OOM: &str = "https://learn.microsoft.com/en-us/dotnet/api/system.outofmemoryexception (System.OutOfMemoryException: not enough memory to continue the execution of a program)";
 const JAVA: &str = "https://docs.oracle.com/en/java/javase/17/troubleshoot/troubleshooting-memory-leaks.html (java.lang.OutOfMemoryError details)";
 
 const NOT_INIT: &str = "the library could not create its handle; with no other error, that is the GPU out of memory when the library initialises";
