@@ -4,7 +4,7 @@
 use crate::facts::case::Case;
 use crate::facts::version::{rules_out, Requirement};
 use crate::facts::Facts;
-use crate::finding::{DeadEndOut, Finding, FixOut, Measured, Outcome, Outcomes, RefOut};
+use crate::finding::{CaseOutcomes, DeadEndOut, Finding, FixOut, Measured, Outcome, Outcomes, RefOut};
 use crate::grammar;
 use oomdoc_kb::outcomes::{EntryOutcomes, Outcomes as OutcomesTable};
 use oomdoc_kb::{render, Entry, KnowledgeBase, Lang, Text};
@@ -22,8 +22,9 @@ grammar!(training_only, r"\.backward\(|optimizer\.step|zero_grad|accum_steps|gra
 
 /// Whether what a fix's code (or a dead end's action) uses fits the case: another
 /// framework's API, a Linux-only tool on macOS or Windows, a training-only change for an
-/// inference job. Read from the code itself, so every entry is gated without extra data.
-pub fn fits_case(code: &str, case: &Case) -> bool {
+/// inference job, a GPU-only client setting offered as a fix on a TPU. Read from the code
+/// itself, so every entry's fixes and dead ends are gated alike without extra data.
+pub fn fits_case(code: &str, case: &Case, facts: &Facts, offer: Offer) -> bool {
     let api_ok = |api: &str, re: &regex::Regex| !re.is_match(code) || case.allows_api(api);
     api_ok("jax", api_jax())
         && api_ok("pallas", api_pallas())
@@ -34,6 +35,17 @@ pub fn fits_case(code: &str, case: &Case) -> bool {
         && !(training_only().is_match(code) && case.inference())
         // Host-RAM failures of data libraries: no accelerator framework's API.
         && !(case.workload.as_deref() == Some("data") && (api_pytorch().is_match(code) || api_jax().is_match(code) || api_tf().is_match(code)))
+        // JAX's GPU client settings size the GPU pool; a TPU has none. As a dead end on a
+        // TPU ("setting XLA_PYTHON_CLIENT_MEM_FRACTION will not help") it is what the dead end
+        // is there to say, so it stays.
+        && !(offer == Offer::Fix && facts.conditions.contains("tpu") && gpu_client_env().is_match(code))
+}
+
+/// What [`fits_case`] gates: a fix to apply, or a dead end (a change that will not help).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offer {
+    Fix,
+    DeadEnd,
 }
 
 grammar!(code_setting, r#"(?i)(?:^|[\s"'(.,])-{0,2}([a-z_][a-z0-9_-]*)\s*(?:=|\(|\s)\s*['"]?([0-9]*\.?[0-9]+)\b"#);
@@ -91,8 +103,9 @@ fn refs(entry: &Entry, keys: &[String]) -> Vec<RefOut> {
         .collect()
 }
 
-/// Fill cause, fixes, dead ends and references of `f` from `entry`.
-pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
+/// Fill cause, fixes, dead ends and references of `f` from `entry`; `unranked`: keep every
+/// fix that fits the case in file order ([`crate::Options::unranked`]).
+pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang, unranked: bool) {
     f.title = entry.title.get(lang).to_string();
     let cause = entry.causes.iter().filter(|c| facts.holds(&c.when)).find_map(|c| Some((c, fill_text(&c.text, lang, facts)?)));
     f.cause_confidence = cause.as_ref().map(|(c, _)| cause_confidence(&c.when).to_string());
@@ -100,7 +113,7 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
     f.dead_ends = entry
         .dead_ends
         .iter()
-        .filter(|d| facts.holds(&d.when) && versions_allow(&d.requires, &f.case) && fits_case(&d.action.en, &f.case))
+        .filter(|d| facts.holds(&d.when) && versions_allow(&d.requires, &f.case) && fits_case(&d.action.en, &f.case, facts, Offer::DeadEnd))
         .filter_map(|d| {
             Some(DeadEndOut {
                 id: d.id.clone(),
@@ -124,15 +137,21 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
     }
     list_regressions_to_check(f, facts, lang);
     let measured = oomdoc_kb::outcomes::for_entry(&entry.id);
-    rank(&mut f.fixes, entry, &Evidence::embedded(entry), Ranking::Measured);
+    if !unranked {
+        rank(&mut f.fixes, entry, &Evidence::embedded(entry), Ranking::Measured);
+    }
     if let Some(m) = measured {
         for fx in &mut f.fixes {
             fx.measured = Some(Measured { fixed: m.count(fx.category.as_str()), threads: m.threads });
         }
-        let mut categories: Vec<Outcome> =
-            m.categories.iter().map(|(c, o)| Outcome { category: c.clone(), count: o.count, links: o.links.clone() }).collect();
-        categories.sort_by(|a, b| b.count.cmp(&a.count).then(a.category.cmp(&b.category)));
-        f.outcomes = Some(Outcomes { threads: m.threads, categories });
+        let by_case = case_facets(f)
+            .into_iter()
+            .filter_map(|facet| {
+                let cell = m.by_case.get(&facet)?;
+                Some(CaseOutcomes { facet, threads: cell.threads, categories: outcome_list(cell) })
+            })
+            .collect();
+        f.outcomes = Some(Outcomes { threads: m.threads, categories: outcome_list(m), by_case });
     }
     // A known regression in the range of a version this log prints: moving to another
     // release is the first fix, with its evidence.
@@ -144,6 +163,13 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang) {
         }
     }
     f.references = entry.references.iter().map(|r| RefOut { title: r.title.clone(), url: r.url.clone() }).collect();
+}
+
+/// What fixed these threads, by category, most threads first.
+fn outcome_list(m: &EntryOutcomes) -> Vec<Outcome> {
+    let mut categories: Vec<Outcome> = m.categories.iter().map(|(c, o)| Outcome { category: c.clone(), count: o.count, links: o.links.clone() }).collect();
+    categories.sort_by(|a, b| b.count.cmp(&a.count).then(a.category.cmp(&b.category)));
+    categories
 }
 
 /// `entry`'s fixes that fit the case, filled with its numbers; `family` names the family
@@ -159,8 +185,7 @@ fn gated_fixes(entry: &Entry, facts: &Facts, case: &Case, lang: Lang, family: Op
             let detail = fx.detail.as_ref().and_then(|d| fill_text(d, lang, facts));
             let code = fx.code.as_deref().and_then(|c| fill(c, facts)).or_else(|| fx.code_fallback.as_deref().and_then(|c| fill(c, facts)));
             let raw_code = [fx.code.as_deref(), fx.code_fallback.as_deref()].into_iter().flatten().collect::<Vec<_>>().join("\n");
-            let gpu_only_on_tpu = facts.conditions.contains("tpu") && gpu_client_env().is_match(&raw_code);
-            if gpu_only_on_tpu || !fits_case(&raw_code, case) || !moves_stated_settings(code.as_deref().unwrap_or(&raw_code), fx.category, case, facts) {
+            if !fits_case(&raw_code, case, facts, Offer::Fix) || !moves_stated_settings(code.as_deref().unwrap_or(&raw_code), fx.category, case, facts) {
                 return None;
             }
             // `fewer-stages-plain` is the number-free fallback of `fewer-stages`: skip it when
@@ -253,46 +278,104 @@ fn memory_group(space: Option<&str>) -> &'static str {
 
 /// What the resolution corpus says fixed failures like this one, from the narrowest
 /// level to the broadest: the entry's own threads, its family's (entries sharing the id's
-/// prefix: `pytorch.`, `vllm.`, `tpu.`, …), and its memory's ([`memory_group`]). Each
-/// level speaks for the one below it where that one has few threads of its own.
+/// prefix: `pytorch.`, `vllm.`, `tpu.`, …), its memory's ([`memory_group`]) and the whole
+/// corpus's. Each level speaks for the one below it where that one has few threads of its
+/// own ([`Evidence::score`]), so no kind of fix falls back to the file's order for want of
+/// threads: it takes the share its family, its memory or the corpus measured.
 #[derive(Debug, Clone, Default)]
 pub struct Evidence {
     pub entry: EntryOutcomes,
     pub family: EntryOutcomes,
     pub group: EntryOutcomes,
+    pub global: EntryOutcomes,
+    pub weights: Weights,
 }
 
-/// How many threads of the broader level one level's counts are shrunk toward: with this
-/// many threads of its own, an entry's counts and its family's share weigh the same. An
-/// entry with a handful of threads (a tie of 2 and 2, or one unusual thread) is ranked
-/// mostly by its family, a family with few threads by its memory's.
-const BROADER_WEIGHT: f64 = 4.0;
+/// How many threads' worth of the broader level each level's counts are shrunk toward
+/// (the concentration of a Dirichlet prior centred on the broader level's shares): with
+/// this many threads of its own, a level's counts and the broader share weigh the same.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Weights {
+    /// An entry's threads toward its family's share.
+    pub entry: f64,
+    /// A family's toward its memory's.
+    pub family: f64,
+    /// A memory's toward the whole corpus's.
+    pub group: f64,
+}
+
+/// The weights in use, chosen by leave-one-out on the resolution corpus (each record ranked
+/// with its own thread out of every level, its fix 1 and fixes 1-3 judged; the outcome test's
+/// `OOMDOC_PRIOR_SWEEP=1` prints the grid). The measure is flat around them: an entry weight
+/// of 4 is best (8 or more lets a family outvote a big entry's own threads; 1-2 lets one
+/// unusual thread lead), family and memory weights from 2 to 64 change at most one record.
+/// Estimating them by moments instead (how much entries differ from their family in the
+/// corpus) gives an entry weight of 34, which ranks worse on every measure: the id-prefix
+/// families mix failures fixed in different ways (`cuda.*`, `generic.*`).
+impl Default for Weights {
+    fn default() -> Weights {
+        Weights { entry: 4.0, family: 4.0, group: 16.0 }
+    }
+}
+
+/// The facets of a case that split an entry's threads in `kb/outcomes.json` (`by_case`) and
+/// in the JSON `outcomes.by_case`: facts the tool derives from the log (`facts::case`, the
+/// message's sizes), each `name=value` with a value for every log, so an entry's threads
+/// fall into one cell per facet: the workload (`training`, `inference` for inference and
+/// serving, `data`, or `unstated`), whether the log prints a version, whether it states
+/// settings (engine arguments, allocator configuration), and the device's size where the
+/// message gives it (`small`: 4 GiB or less). Shown, not ranked by: leaving each thread out,
+/// ranking by any of these cells (shrunk toward the entry) lowered fix 1 on the corpus.
+pub fn case_facets(f: &Finding) -> Vec<String> {
+    let c = &f.case;
+    let stated = |yes: bool| if yes { "stated" } else { "unstated" };
+    let workload = match c.workload.as_deref() {
+        Some("inference" | "serving") => "inference",
+        Some(w) => w,
+        None => "unstated",
+    };
+    let mut out = vec![
+        format!("workload={workload}"),
+        format!("version={}", stated(c.versions.values().any(|v| v.version.is_some()))),
+        format!("settings={}", stated(!c.settings.is_empty())),
+    ];
+    if let Some(total) = f.sizes.total {
+        out.push(format!("device={}", if total <= 4 << 30 { "small" } else { "large" }));
+    }
+    out
+}
 
 /// The family of an entry: its id's prefix (`pytorch` for `pytorch.cuda-oom`).
 fn family_of(id: &str) -> &str {
     id.split('.').next().unwrap_or(id)
 }
 
+/// Add `o`'s threads and counts to `level` (not its links or facets: a broader level is
+/// only shares).
+fn add_counts(level: &mut EntryOutcomes, o: &EntryOutcomes) {
+    level.threads += o.threads;
+    for (category, x) in &o.categories {
+        level.categories.entry(category.clone()).or_default().count += x.count;
+    }
+}
+
 impl Evidence {
-    /// The evidence for `entry` in `table` (`kb/outcomes.json` at run time).
-    pub fn of(entry: &Entry, table: &OutcomesTable) -> Evidence {
+    /// The evidence for `entry` in `table` (`kb/outcomes.json` at run time), weighed by `weights`.
+    pub fn of(entry: &Entry, table: &OutcomesTable, weights: Weights) -> Evidence {
         let group = memory_group(entry.memory_space.as_deref());
         let family = family_of(&entry.id);
-        let mut evidence = Evidence { entry: table.entries.get(&entry.id).cloned().unwrap_or_default(), ..Evidence::default() };
+        let mut evidence = Evidence { weights, ..Evidence::default() };
+        if let Some(own) = table.entries.get(&entry.id) {
+            add_counts(&mut evidence.entry, own);
+        }
         for (id, outcomes) in &table.entries {
             let space = if *id == entry.id { entry.memory_space.as_deref() } else { KnowledgeBase::embedded_memory_space(id) };
-            let in_group = group == "any" || memory_group(space) == group;
-            let levels = [(family_of(id) == family, &mut evidence.family), (in_group, &mut evidence.group)];
-            for (member, level) in levels {
-                if !member {
-                    continue;
-                }
-                level.threads += outcomes.threads;
-                for (category, o) in &outcomes.categories {
-                    let c = level.categories.entry(category.clone()).or_default();
-                    c.count += o.count;
-                    c.links.extend(o.links.iter().cloned());
-                }
+            add_counts(&mut evidence.global, outcomes);
+            if family_of(id) == family {
+                add_counts(&mut evidence.family, outcomes);
+            }
+            if group == "any" || memory_group(space) == group {
+                add_counts(&mut evidence.group, outcomes);
             }
         }
         evidence
@@ -305,33 +388,31 @@ impl Evidence {
         if let Some(e) = cache.lock().ok().and_then(|c| c.get(&entry.id).cloned()) {
             return e;
         }
-        let e = std::sync::Arc::new(Evidence::of(entry, oomdoc_kb::outcomes::outcomes()));
+        let e = std::sync::Arc::new(Evidence::of(entry, oomdoc_kb::outcomes::outcomes(), Weights::default()));
         if let Ok(mut c) = cache.lock() {
             c.insert(entry.id.clone(), e.clone());
         }
         e
     }
 
-    /// The evidence without one thread (what a new thread like it would see).
-    pub fn without(&mut self, category: &str, link: &str) {
-        for outcomes in [&mut self.entry, &mut self.family, &mut self.group] {
-            if let Some(c) = outcomes.categories.get_mut(category) {
-                if let Some(i) = c.links.iter().position(|l| l == link) {
-                    c.links.remove(i);
-                    c.count = c.count.saturating_sub(1);
-                    outcomes.threads = outcomes.threads.saturating_sub(1);
-                }
-            }
-        }
+    /// The share of threads a category fixed, from the broadest level to the narrowest: the
+    /// whole corpus's share (one thread's worth spread evenly over the categories, so a kind
+    /// no thread has is not zero), then at each narrower level (count + w·broader)/(threads + w)
+    /// with that level's weight: the posterior mean of a Dirichlet-multinomial hierarchy.
+    pub fn score(&self, category: &str) -> f64 {
+        let k = oomdoc_kb::FixCategory::ALL.len() as f64;
+        let global = (self.global.count(category) as f64 + 1.0 / k) / (self.global.threads as f64 + 1.0);
+        let shrunk = |level: &EntryOutcomes, w: f64, broader: f64| (level.count(category) as f64 + w * broader) / (level.threads as f64 + w);
+        let w = self.weights;
+        shrunk(&self.entry, w.entry, shrunk(&self.family, w.family, shrunk(&self.group, w.group, global)))
     }
 
-    /// The share of threads a category fixed: the entry's own count, shrunk toward its
-    /// family's share, itself shrunk toward its memory group's, by [`BROADER_WEIGHT`]
-    /// threads' worth at each step.
-    pub fn score(&self, category: &str) -> f64 {
-        let shrunk = |level: &EntryOutcomes, broader: f64| (level.count(category) as f64 + BROADER_WEIGHT * broader) / (level.threads as f64 + BROADER_WEIGHT);
-        let group = if self.group.threads == 0 { 0.0 } else { self.group.count(category) as f64 / self.group.threads as f64 };
-        shrunk(&self.entry, shrunk(&self.family, group))
+    /// The share credited to a kind of fix the entry lists none of (a family-level fix fills
+    /// the gap): the entry's own threads fixed that way, with no prior. The broader levels'
+    /// share of a kind says what fixes failures like this where the knowledge base offers
+    /// it; an entry that offers none has no such evidence, so its own threads alone speak.
+    pub fn gap_score(&self, category: &str) -> f64 {
+        self.entry.count(category) as f64 / (self.entry.threads as f64 + self.weights.entry)
     }
 }
 
@@ -343,6 +424,9 @@ pub fn rank(fixes: &mut Vec<FixOut>, entry: &Entry, evidence: &Evidence, how: Ra
     // A known regression matched by a version the log prints is singled out like a
     // mechanism the numbers prove.
     let singled_out = |id: &str| id.starts_with(REGRESSION_FIX) || entry.fixes.iter().find(|f| f.id == id).is_some_and(|f| singles_out(&f.when));
+    // Between fixes of equal evidence, the one that fits more of the case first: the
+    // conditions its `when` requires (all of which hold, or it would not be here).
+    let fit = |id: &str| entry.fixes.iter().find(|f| f.id == id).map_or(0, |f| f.when.iter().filter(|w| !w.starts_with('!')).count());
     if how == Ranking::FileOrder {
         fixes.retain(|fx| fx.from_family.is_none());
     } else {
@@ -354,15 +438,18 @@ pub fn rank(fixes: &mut Vec<FixOut>, entry: &Entry, evidence: &Evidence, how: Ra
         }
         let top = |c: oomdoc_kb::FixCategory| {
             let better = kinds.iter().filter(|k| evidence.score(k.as_str()) > evidence.score(c.as_str())).count();
-            better < 3 && evidence.score(c.as_str()) > 0.0
+            better < 3 && evidence.group.count(c.as_str()) > 0
         };
         fixes.retain(|fx| fx.from_family.is_none() || top(fx.category));
     }
     if how == Ranking::Measured {
+        let score = |fx: &FixOut| if fx.from_family.is_some() { evidence.gap_score(fx.category.as_str()) } else { evidence.score(fx.category.as_str()) };
         fixes.sort_by(|a, b| {
             (!singled_out(&a.id))
                 .cmp(&!singled_out(&b.id))
+                .then(score(b).total_cmp(&score(a)))
                 .then(evidence.score(b.category.as_str()).total_cmp(&evidence.score(a.category.as_str())))
+                .then(fit(&b.id).cmp(&fit(&a.id)))
                 .then(position(&a.id).cmp(&position(&b.id)))
         });
         // One fix of each kind before a second of any kind: the first three are three
@@ -507,5 +594,171 @@ fn cause_confidence(when: &[String]) -> &'static str {
         "established"
     } else {
         "generic"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oomdoc_kb::outcomes::{CategoryOutcome, EntryOutcomes, Outcomes as Table};
+    use oomdoc_kb::FixCategory as C;
+
+    /// A device-memory entry of family `testfam` with fixes of three kinds, two of one kind
+    /// (the second fits a training job).
+    fn entry() -> Entry {
+        let fix = |id: &str, category: &str, when: &str| {
+            format!("[[fixes]]\nid = \"{id}\"\ncategory = \"{category}\"\nwhen = [{when}]\nrefs = [\"r\"]\ntitle = {{ en = \"{id}\", zh = \"{id}\" }}\n")
+        };
+        let text = format!(
+            "id = \"testfam.device\"\nkind = \"oom\"\nplatform = \"other\"\nphase = \"runtime\"\nmemory_space = \"device\"\ntitle = {{ en = \"t\", zh = \"t\" }}\nsummary = {{ en = \"s\", zh = \"s\" }}\n{}{}{}{}[[references]]\nkey = \"r\"\ntitle = \"r\"\nurl = \"https://example.org/r\"\n",
+            fix("smaller", "smaller-working-set", ""),
+            fix("upgrade", "upgrade-or-downgrade", ""),
+            fix("free", "release-other-memory", ""),
+            fix("smaller-for-training", "smaller-working-set", "\"training\""),
+        );
+        let (kb, errors) = KnowledgeBase::load_from([("t.toml".to_string(), text)]);
+        assert!(errors.is_empty(), "{errors:?}");
+        kb.by_id("testfam.device").unwrap().clone()
+    }
+
+    fn outcomes(threads: u64, counts: &[(&str, u64)]) -> EntryOutcomes {
+        let categories = counts
+            .iter()
+            .map(|(c, n)| (c.to_string(), CategoryOutcome { count: *n, links: (0..*n).map(|i| format!("https://example.org/{c}/{threads}/{i}")).collect() }))
+            .collect();
+        EntryOutcomes { threads, categories, by_case: Default::default() }
+    }
+
+    fn table(entries: &[(&str, EntryOutcomes)]) -> Table {
+        Table { entries: entries.iter().map(|(id, o)| (id.to_string(), o.clone())).collect(), ..Table::default() }
+    }
+
+    fn fix(id: &str, category: C, from_family: Option<&str>) -> FixOut {
+        FixOut {
+            id: id.into(),
+            rank: 0,
+            category,
+            title: id.into(),
+            detail: None,
+            code: None,
+            code_lang: None,
+            versions: None,
+            references: Vec::new(),
+            measured: None,
+            verified: false,
+            verification: oomdoc_kb::Reliance::General,
+            from_family: from_family.map(str::to_string),
+        }
+    }
+
+    fn ids(fixes: &[FixOut]) -> Vec<&str> {
+        fixes.iter().map(|f| f.id.as_str()).collect()
+    }
+
+    #[test]
+    fn an_entry_without_threads_borrows_its_familys_evidence_not_the_file_order() {
+        let e = entry();
+        // No thread of its own; its family (another `testfam.` entry) was fixed by upgrades.
+        let t = table(&[("testfam.other", outcomes(6, &[("upgrade-or-downgrade", 5), ("smaller-working-set", 1)]))]);
+        let ev = Evidence::of(&e, &t, Weights::default());
+        assert!(ev.score("upgrade-or-downgrade") > ev.score("smaller-working-set"));
+        let mut fixes = vec![fix("smaller", C::SmallerWorkingSet, None), fix("upgrade", C::UpgradeOrDowngrade, None), fix("free", C::ReleaseOtherMemory, None)];
+        rank(&mut fixes, &e, &ev, Ranking::Measured);
+        assert_eq!(ids(&fixes), ["upgrade", "smaller", "free"]);
+        assert_eq!(fixes.iter().map(|f| f.rank).collect::<Vec<_>>(), [1, 2, 3]);
+    }
+
+    #[test]
+    fn with_no_family_evidence_the_corpus_speaks_and_no_share_is_zero() {
+        let e = entry();
+        // Only an unrelated host entry has threads: the corpus level orders the kinds.
+        let t = table(&[("host.oom-killer", outcomes(10, &[("release-other-memory", 7), ("raise-limit", 3)]))]);
+        let ev = Evidence::of(&e, &t, Weights::default());
+        assert!(ev.score("release-other-memory") > ev.score("smaller-working-set"));
+        assert!(ev.score("kernel-config") > 0.0, "a kind no thread has still has a share");
+        let total: f64 = C::ALL.iter().map(|c| ev.score(c.as_str())).sum();
+        assert!((total - 1.0).abs() < 1e-9, "the shares are a distribution: {total}");
+        let mut fixes = vec![fix("smaller", C::SmallerWorkingSet, None), fix("free", C::ReleaseOtherMemory, None)];
+        rank(&mut fixes, &e, &ev, Ranking::Measured);
+        assert_eq!(ids(&fixes), ["free", "smaller"]);
+    }
+
+    #[test]
+    fn an_entrys_own_threads_outweigh_its_family_once_it_has_many() {
+        let e = entry();
+        let family = ("testfam.other", outcomes(20, &[("upgrade-or-downgrade", 20)]));
+        // Two threads of its own do not outvote twenty of the family's...
+        let few = table(&[("testfam.device", outcomes(2, &[("smaller-working-set", 2)])), family.clone()]);
+        let ev = Evidence::of(&e, &few, Weights::default());
+        assert!(ev.score("upgrade-or-downgrade") > ev.score("smaller-working-set"));
+        // ...thirty do.
+        let many = table(&[("testfam.device", outcomes(30, &[("smaller-working-set", 30)])), family]);
+        let ev = Evidence::of(&e, &many, Weights::default());
+        assert!(ev.score("smaller-working-set") > ev.score("upgrade-or-downgrade"));
+    }
+
+    #[test]
+    fn a_borrowed_kind_is_credited_with_the_entrys_own_threads_only() {
+        let e = entry();
+        // The memory's threads were mostly fixed by a bigger device, but this entry's by a
+        // smaller job; the entry lists no bigger-device fix, so the family-level one follows
+        // the entry's own kinds.
+        let t = table(&[
+            ("testfam.device", outcomes(3, &[("smaller-working-set", 2), ("release-other-memory", 1)])),
+            ("generic.device-oom", outcomes(40, &[("bigger-device", 40)])),
+        ]);
+        let ev = Evidence::of(&e, &t, Weights::default());
+        assert!(ev.score("bigger-device") > ev.score("release-other-memory"), "the prior favours the bigger device");
+        assert_eq!(ev.gap_score("bigger-device"), 0.0);
+        let mut fixes = vec![
+            fix("smaller", C::SmallerWorkingSet, None),
+            fix("free", C::ReleaseOtherMemory, None),
+            fix("generic.device-oom/bigger-device", C::BiggerDevice, Some("generic.device-oom")),
+        ];
+        rank(&mut fixes, &e, &ev, Ranking::Measured);
+        assert_eq!(ids(&fixes), ["smaller", "free", "generic.device-oom/bigger-device"]);
+        // In file order a family-level fix is not offered.
+        rank(&mut fixes, &e, &ev, Ranking::FileOrder);
+        assert_eq!(ids(&fixes), ["smaller", "free"]);
+    }
+
+    #[test]
+    fn between_fixes_of_equal_evidence_the_one_that_fits_more_of_the_case_leads() {
+        let e = entry();
+        let t = table(&[("testfam.device", outcomes(4, &[("smaller-working-set", 4)]))]);
+        let ev = Evidence::of(&e, &t, Weights::default());
+        let mut fixes = vec![fix("smaller", C::SmallerWorkingSet, None), fix("smaller-for-training", C::SmallerWorkingSet, None), fix("upgrade", C::UpgradeOrDowngrade, None)];
+        rank(&mut fixes, &e, &ev, Ranking::Measured);
+        // The training fix (its `when` holds for this case) first; then one of each kind
+        // before a second of the same kind.
+        assert_eq!(ids(&fixes), ["smaller-for-training", "upgrade", "smaller"]);
+    }
+
+    #[test]
+    fn leaving_a_thread_out_takes_it_out_of_every_count() {
+        let mut o = outcomes(3, &[("smaller-working-set", 2), ("upgrade-or-downgrade", 1)]);
+        o.by_case.insert("workload=training".into(), outcomes(1, &[("upgrade-or-downgrade", 1)]));
+        let link = o.categories["upgrade-or-downgrade"].links[0].clone();
+        o.by_case.get_mut("workload=training").unwrap().categories.get_mut("upgrade-or-downgrade").unwrap().links = vec![link.clone()];
+        let t = table(&[("testfam.device", o)]).without(&link);
+        let left = &t.entries["testfam.device"];
+        assert_eq!(left.threads, 2);
+        assert_eq!(left.count("upgrade-or-downgrade"), 0);
+        assert!(left.by_case.is_empty(), "{:?}", left.by_case);
+        // Every thread gone: the entry is gone.
+        let only = table(&[("testfam.device", outcomes(1, &[("smaller-working-set", 1)]))]);
+        let link = only.entries["testfam.device"].categories["smaller-working-set"].links[0].clone();
+        assert!(only.without(&link).entries.is_empty());
+    }
+
+    #[test]
+    fn gpu_client_settings_are_no_fix_on_a_tpu_but_stay_a_dead_end() {
+        let case = Case::default();
+        let mut tpu = Facts::default();
+        tpu.conditions.insert("tpu".into());
+        let code = "XLA_PYTHON_CLIENT_MEM_FRACTION=.5 python train.py";
+        assert!(!fits_case(code, &case, &tpu, Offer::Fix));
+        assert!(fits_case(code, &case, &tpu, Offer::DeadEnd));
+        assert!(fits_case(code, &case, &Facts::default(), Offer::Fix));
     }
 }

@@ -303,6 +303,21 @@ pub struct Outcomes {
     pub threads: u64,
     /// By category, most threads first.
     pub categories: Vec<Outcome>,
+    /// The same entry's threads that share a fact with this case, one cell per facet of
+    /// the case the corpus has threads for (`workload=training`, `version=stated`,
+    /// `settings=stated`, `device=small`; `advise::case_facets`). Absent when none has.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub by_case: Vec<CaseOutcomes>,
+}
+
+/// What fixed the entry's threads that share one fact with this case.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct CaseOutcomes {
+    /// `name=value`, e.g. `workload=training`.
+    pub facet: String,
+    pub threads: u64,
+    /// By category, most threads first.
+    pub categories: Vec<Outcome>,
 }
 
 #[derive(Debug, Clone, Serialize)]

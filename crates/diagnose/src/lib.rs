@@ -69,6 +69,10 @@ pub struct Options {
     /// fails with [`std::io::ErrorKind::FileTooLarge`]. A server sets its log limit here,
     /// so a 1 MB zstd body cannot become 10 GiB of work; None reads to the end.
     pub max_text_bytes: Option<u64>,
+    /// Keep every fix that fits the case, the family-level ones included, in the knowledge
+    /// base's order (known regressions first): the candidates a ranking chooses from, for
+    /// measuring a ranking on material the embedded one was counted from (the outcome test).
+    pub unranked: bool,
 }
 
 /// Distinct non-fatal findings kept (warnings, recognized non-memory errors); past
@@ -293,7 +297,7 @@ impl Collector {
                 }
                 f.headline = facts::headline(f, &facts, opts.lang);
                 match KnowledgeBase::embedded_by_id(&f.id) {
-                    Some(entry) => advise::apply(f, entry, &facts, opts.lang),
+                    Some(entry) => advise::apply(f, entry, &facts, opts.lang, opts.unranked),
                     None => f.title = f.id.clone(),
                 }
                 p.finding

@@ -293,6 +293,12 @@ fn starts_record(t: &str) -> bool {
             return true;
         }
     }
+    // A shell's report of a job it lost to a signal stands on a line of its own: bash prints the
+    // signal's description (`Killed`, SIGKILL's `strsignal`), macOS's shells `Killed: 9`; a terminal
+    // wrap never leaves exactly that word on the next line.
+    if t == "Killed" || t == "Killed: 9" {
+        return true;
+    }
     // A Markdown code fence stands on a line of its own.
     if t.starts_with("```") || t.starts_with("~~~") {
         return true;
@@ -394,6 +400,16 @@ mod tests {
         for next in ["[bmlib_memory][error] bm_alloc_gmem failed, dev_id = 0", "E RKNN: [09:40:45.140] failed to malloc npu memory", "E/RKNN: failed to allocate handle", "2024-Jul-30 14:22:30.261865 65191:65191 ERROR  TDRV:dml_dump"] {
             let lines = vec![clean_line(1, long.as_bytes()), clean_line(2, next.as_bytes())];
             assert!(flatten(&lines).text.contains(&format!("\n{next}")), "{next}");
+        }
+    }
+
+    #[test]
+    fn a_shell_kill_report_is_never_a_wrap_tail() {
+        // tensorflow/tensorflow#36429: TensorFlow's 134-byte warning, then bash's job report.
+        let long = "2020-02-01 11:57:36.437688: W tensorflow/core/framework/cpu_allocator_impl.cc:81] Allocation of 10616832 exceeds 10% of system memory.";
+        for next in ["Killed", "Killed: 9"] {
+            let lines = vec![clean_line(1, long.as_bytes()), clean_line(2, next.as_bytes())];
+            assert!(flatten(&lines).text.ends_with(&format!("\n{next}")), "{next}");
         }
     }
 

@@ -724,3 +724,18 @@ fn a_compiler_stage_killed_is_a_compiler_oom() {
         assert_eq!((f.id.as_str(), f.memory_space.as_deref()), ("host.compiler-oom", Some("host")), "{t}");
     }
 }
+
+/// https://github.com/huggingface/text-generation-inference/issues/866 — the JSON
+/// `outcomes.by_case`: the entry's threads that share a fact of this case (a serving job, a
+/// 16 GiB card), one cell per facet (`advise::case_facets`), beside the entry's own counts.
+#[test]
+fn outcomes_are_split_by_the_facts_of_the_case() {
+    let f = first("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 128.00 MiB (GPU 0; 15.77 GiB total capacity; 15.37 GiB already allocated; 13.62 MiB free; 15.77 GiB allowed; 15.40 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF\n rank=0\nError: ShardCannotStart\n2023-08-17T10:23:27.032737Z ERROR text_generation_launcher: Shard 0 failed to start");
+    let o = f.outcomes.as_ref().expect("the entry has resolved threads");
+    let facets: Vec<&str> = o.by_case.iter().map(|c| c.facet.as_str()).collect();
+    assert!(facets.contains(&"workload=inference") && facets.contains(&"device=large"), "{}: {facets:?}", f.id);
+    for cell in &o.by_case {
+        assert!(cell.threads > 0 && cell.threads <= o.threads, "{cell:?}");
+        assert_eq!(cell.categories.iter().map(|c| c.count).max(), cell.categories.first().map(|c| c.count), "most threads first: {cell:?}");
+    }
+}

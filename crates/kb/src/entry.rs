@@ -546,6 +546,7 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("framework_paddle", "the log comes from PaddlePaddle"),
     ("framework_data", "the log shows a data library (pandas, polars, dask, pyarrow, datasets, scikit-learn)"),
     ("in_memory_database", "DuckDB: the database runs in memory with no temp_directory, so unused blocks cannot be spilled to disk (the error says so)"),
+    ("duckdb_system_allocator", "DuckDB: its allocator got no memory from the system ('Failed to allocate block of N bytes'), below its own memory_limit"),
 ];
 
 /// Placeholders the diagnose engine can fill. `_h` variants are human-readable (`18.00 MiB`).

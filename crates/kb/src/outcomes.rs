@@ -27,6 +27,11 @@ pub struct EntryOutcomes {
     /// Resolved threads whose failure oomdoc reads as this entry.
     pub threads: u64,
     pub categories: BTreeMap<String, CategoryOutcome>,
+    /// The same threads split by a fact of the case the log states (`workload=training`,
+    /// `version=stated`, `device=small`, …; `oomdoc_diagnose::advise::case_facets`): each
+    /// facet's threads and what fixed them. Absent in files written before the split.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_case: BTreeMap<String, EntryOutcomes>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
@@ -41,6 +46,51 @@ impl EntryOutcomes {
     /// How many threads a category fixed (0 when none).
     pub fn count(&self, category: &str) -> u64 {
         self.categories.get(category).map_or(0, |c| c.count)
+    }
+
+    /// Add `other`'s threads, counts and links to these (its `by_case` cells too).
+    pub fn add(&mut self, other: &EntryOutcomes) {
+        self.threads += other.threads;
+        for (category, o) in &other.categories {
+            let c = self.categories.entry(category.clone()).or_default();
+            c.count += o.count;
+            c.links.extend(o.links.iter().cloned());
+        }
+        for (facet, cell) in &other.by_case {
+            self.by_case.entry(facet.clone()).or_default().add(cell);
+        }
+    }
+
+    /// These outcomes without one thread (wherever it is counted, its facets' cells too).
+    pub fn remove_thread(&mut self, link: &str) {
+        let mut found = false;
+        for c in self.categories.values_mut() {
+            if let Some(i) = c.links.iter().position(|l| l == link) {
+                c.links.remove(i);
+                c.count = c.count.saturating_sub(1);
+                found = true;
+            }
+        }
+        self.categories.retain(|_, c| c.count > 0);
+        if found {
+            self.threads = self.threads.saturating_sub(1);
+        }
+        for cell in self.by_case.values_mut() {
+            cell.remove_thread(link);
+        }
+        self.by_case.retain(|_, cell| cell.threads > 0);
+    }
+}
+
+impl Outcomes {
+    /// The table without one thread: what a new thread like it would see.
+    pub fn without(&self, link: &str) -> Outcomes {
+        let mut out = self.clone();
+        for e in out.entries.values_mut() {
+            e.remove_thread(link);
+        }
+        out.entries.retain(|_, e| e.threads > 0);
+        out
     }
 }
 

@@ -82,9 +82,19 @@ grammar!(
     yarn,
     r"(?:Container killed by YARN for exceeding memory limits\.?\s*|is running beyond (?:physical|virtual) memory limits\.\s*Current usage:\s*)(?P<used>{SZ}) of (?P<lim>{SZ}) (?P<kind>physical|virtual) memory used"
 );
+// A Kubernetes quantity (`resource.Quantity`'s canonical form): digits, an optional fraction and an
+// optional suffix. A sentence's full stop after it ("request of 0.") is not a fraction.
+const K8S_Q: &str = r"\d+(?:\.\d+)?(?:[KMGTPE]i|[kMGTPE]|m)?\b";
 grammar!(
     k8s_evicted,
-    r"The node was low on resource: memory\.(?:\s*Threshold quantity:\s*(?P<thr>[\w.]+), available:\s*(?P<avail>[\w.]+)\.)?(?:\s*Container (?P<c>[\w.-]+) was using (?P<used>\d+(?:Ki|Mi|Gi)?), (?:which exceeds its request of (?P<req>[\w.]+)|request is (?P<req2>[\w.]+)))?"
+    &r"The node was low on resource: memory\.(?:\s*Threshold quantity:\s*(?P<thr>{Q}), available:\s*(?P<avail>{Q})\.?)?(?:\s*Container (?P<c>[\w.-]+) was using (?P<used>{Q}), (?:which exceeds its request of (?P<req>{Q})|request is (?P<req2>{Q})))?".replace("{Q}", K8S_Q)
+);
+// kubelet's eviction message names every container over its request (pkg/kubelet/eviction/helpers.go,
+// `containerMessageFmt` "Container %s was using %s, request is %s, has larger consumption of %s"; older
+// "Container %s was using %s, which exceeds its request of %s"), one after another.
+grammar!(
+    k8s_container,
+    &r"Container (?P<c>[\w.-]+) was using (?P<used>{Q}), (?:which exceeds its request of (?P<req>{Q})|request is (?P<req2>{Q}))".replace("{Q}", K8S_Q)
 );
 grammar!(
     ray_task,
@@ -121,7 +131,7 @@ grammar!(
 );
 grammar!(
     oomd,
-    r"Killed (?P<cg>/\S+) due to memory pressure for (?P<parent>/[^\s>]+)(?: being (?P<p>[\d.]+)% > (?P<lim>[\d.]+)% for > (?P<dur>\w+) with reclaim activity| be>)"
+    r"Killed (?P<cg>/\S+) due to memory pressure for (?P<parent>/[^\s>]+)(?: being (?P<p>[\d.]+)% > (?P<lim>[\d.]+)% for > (?P<dur>\d+\w*)\b(?: with reclaim activity)?| be>)?"
 );
 // The decision before the kill, and systemd's note on the unit it killed.
 grammar!(oomd_pressure, r"Memory pressure for (?P<cg>/\S+) is (?P<p>[\d.]+)% > (?P<lim>[\d.]+)% for > (?P<dur>\w+) with reclaim activity(?:[\s\S]{0,300}?oomd attempting to kill \d+ with KILL)?");
@@ -181,6 +191,28 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                 if let Some(v) = c.name(g) {
                     h.detail(k, v.as_str());
                 }
+            }
+            // Every container the message names, each with its usage and request, up to the message's end.
+            let mut containers = Vec::new();
+            let mut end = m.end();
+            let mut at = m.start();
+            while let Some(k) = k8s_container().captures_at(t, at) {
+                let km = k.get(0).unwrap();
+                // Only the same message: the first container is the one the eviction line read; after it,
+                // what stands between is white space (a fold, a wrap) and the sentence's full stop.
+                let joined = if containers.is_empty() { km.start() < m.end() } else { t[end..km.start()].trim().trim_start_matches('.').trim().is_empty() };
+                if !joined {
+                    break;
+                }
+                let used = &k["used"];
+                let req = k.name("req").or(k.name("req2")).map_or("", |r| r.as_str());
+                containers.push(serde_json::json!({"container": &k["c"], "used": used, "used_bytes": k8s_bytes(used), "request": req, "request_bytes": k8s_bytes(req)}));
+                end = km.end();
+                at = km.end();
+            }
+            if containers.len() > 1 {
+                h.detail("containers", serde_json::Value::Array(containers));
+                h.end = h.end.max(end);
             }
             hits.push(h);
         }
@@ -348,6 +380,41 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn one(t: &str) -> Hit {
+        let mut hits = Vec::new();
+        recognize(t, &mut hits);
+        assert_eq!(hits.len(), 1, "{t}");
+        hits.remove(0)
+    }
+
+    #[test]
+    fn eviction_reads_every_container_and_a_request_before_a_full_stop() {
+        // nforgeio/neonKUBE#1897: the message folded by YAML (`message: >-`).
+        let t = "  message: >-\n    The node was low on resource: memory. Container cstor-pool-mgmt was using\n    27484Ki, which exceeds its request of 0. Container maya-exporter was using\n    9736Ki, which exceeds its request of 0. Container cstor-pool was using\n    51480Ki, which exceeds its request of 0. \n  reason: Evicted\n";
+        let h = one(t);
+        assert_eq!(h.get(SizeKey::Used), Some(27484 << 10));
+        assert_eq!(h.details["memory_request"], "0");
+        assert_eq!(h.details["memory_request_bytes"], 0);
+        let cs = h.details["containers"].as_array().expect("containers");
+        let used: Vec<u64> = cs.iter().map(|c| c["used_bytes"].as_u64().unwrap()).collect();
+        assert_eq!(used, vec![27484 << 10, 9736 << 10, 51480 << 10]);
+        assert_eq!(cs[2]["container"], "cstor-pool");
+        // A fractional quantity keeps its fraction.
+        let h = one("The node was low on resource: memory. Container a was using 1.5Gi, request is 512Mi, has larger consumption of memory.");
+        assert_eq!(h.details["memory_request_bytes"], 512u64 << 20);
+    }
+
+    #[test]
+    fn systemd_oomd_line_cut_before_its_tail() {
+        // zenn.dev/ykesamaru (journal line cut at "with rec"); the defining part is the kill for pressure.
+        let t = "1217 10:04:41 user systemd-oomd[588]: Killed /user.slice/user-1000.slice/user@1000.service/app.slice/app-org.gnome.Terminal.slice/vte-spawn-f6518140-41fe-4a13-b828-55c5b8738fb8.scope due to memory pressure for /user.slice/user-1000.slice/user@1000.service being 57.97% > 50.00% for > 20s with rec\n";
+        let h = one(t);
+        assert_eq!(h.id, "host.oom-killer");
+        assert_eq!(h.details["memory_pressure"], "57.97% > 50.00% for > 20s");
+        let h = one("systemd-oomd[1]: Killed /a.scope due to memory pressure for /user.slice being 5");
+        assert_eq!(h.details["killer"], "systemd-oomd");
+    }
 
     #[test]
     fn kubernetes_quantities() {

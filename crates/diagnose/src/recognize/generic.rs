@@ -121,12 +121,14 @@ pub const TRIGGERS: &[&str] = &[
     "shared host memory",
     // PyTorch's and ONNX Runtime's "Unable to find a valid cuDNN algorithm to run convolution".
     "algorithm to run convolution",
+    // Rust 1.20-1.27's heap OOM abort: "fatal runtime error: allocator memory exhausted" (`vocabulary::HOST_NAMES`).
+    "allocator memory exhausted",
 ]; 
 
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
 grammar!(
     strong,
-    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|\bout of gpu and shared host memory\b|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev|mpp|dma)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)?\b|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|(?:memory |host |device )?allocation of (?:size )?\d+(?: bytes)? failed|allocating \d+ bytes exceeds the memory limit of \d+|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b"
+    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|\bout of gpu and shared host memory\b|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev|mpp|dma)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)?\b|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|(?:memory |host |device )?allocation of (?:size )?\d+(?: bytes)? failed|allocating \d+ bytes exceeds the memory limit of \d+|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b|\ballocator memory exhausted\b"
 );
 // What makes the line an error report, before the phrase.
 grammar!(
@@ -182,7 +184,17 @@ grammar!(
 );
 // Host by default: Python's MemoryError, C++ bad_alloc, errno ENOMEM, unless a device is named.
 // Rust's std::alloc::handle_alloc_error prints "memory allocation of N bytes failed" for the heap.
-grammar!(w_host_weak, r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b|(?i:memory allocation of \d+ bytes failed)|Out of Memory Error:|\bOutOfMemoryException\b|\bArrowMemoryError\b");
+// Host runtimes' own names for their memory (V8's heap, the JVM's heap kinds, a Python host
+// library's exception module): [`vocabulary::HOST_NAMES`].
+fn w_host_weak() -> &'static regex::Regex {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        super::re(&format!(
+            r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b|(?i:memory allocation of \d+ bytes failed)|Out of Memory Error:|\bOutOfMemoryException\b|\bArrowMemoryError\b|{}",
+            vocabulary::host_names_pattern()
+        ))
+    })
+}
 grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|(?i:\bdevice memory\b)|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bRMM_\w+|\bDirectML\b|\bDML\b|\bDml[A-Z]\w*|\bVulkan\b|\bPT_DEVMEM\b|\bHPU\b|\bhpu\b|\bGaudi\b|\bhabana\w*|(?i:\b(?:npu|video|graphics|dedicated)[ _]memory\b)|\bpoplar\w*|\bpopart\b|\bIPU\b|\bdev_id\b|(?:\b|_)gmem\b|\bbmlib\w*|\bXRT\w*|\bxrt\w*");
 
 grammar!(
@@ -316,6 +328,12 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                     if prev.get(k).is_none() {
                         prev.sizes.push((k, p));
                     }
+                }
+                // One line of the failure that says memory for certain makes it certain
+                // (V8's "allocation failure" GC line, then "JavaScript heap out of memory").
+                if h.confidence == Confidence::Certain {
+                    prev.confidence = Confidence::Certain;
+                    prev.confidence_reason = None;
                 }
                 if prev.memory_space.is_none() && h.memory_space.is_some() {
                     prev.id = h.id;
@@ -986,6 +1004,29 @@ mod tests {
         assert_eq!(h.get(SizeKey::Free), oomdoc_units::parse_size("416.625000MB").map(|p| p.bytes));
         // "GPU 0, available" is not a size.
         assert_eq!(h.get(SizeKey::Allocated), None);
+    }
+
+    #[test]
+    fn host_runtimes_name_their_memory() {
+        // Each names host memory by the runtime's own vocabulary (vocabulary::HOST_NAMES), not by a device or host word.
+        for (t, why) in [
+            // nsg-ethz/synet#1: a Python host library's exception module.
+            ("  File \"/home/lucky/anaconda3/envs/cs-synet/lib/python2.7/site-packages/z3/z3core.py\", line 1372, in Check\n    raise self.Exception(self.get_error_message(ctx, err))\nz3.z3types.Z3Exception: out of memory\n", "z3"),
+            // dask/dask#6685 (title): pandas' C parser.
+            ("Reading multiple CSV files of 200 MB results in 'pandas.errors.ParserError: Error tokenizing data. C error: out of memory'\n", "pandas"),
+            // Hexeption/MCP-Reborn#391: Gradle relays the JVM's heap kind.
+            ("* What went wrong:\nOut of memory. Java heap space\n", "jvm"),
+            // community-scripts/ProxmoxVE#6328: V8's GC trace, then its fatal heap OOM.
+            ("... allocation failure; GC in old space requested\n... JavaScript heap out of memory\n... FatalProcessOutOfMemory\n", "v8"),
+            // rust-lang/rust#46865: Rust 1.2x's heap OOM abort.
+            ("running 1 test\nfatal runtime error: allocator memory exhausted\n", "rust"),
+        ] {
+            let h = one(t).unwrap_or_else(|| panic!("{why}: silent"));
+            assert_eq!((h.id, h.platform, h.memory_space.as_deref(), h.confidence), ("generic.host-oom", Some(Platform::Cpu), Some("host"), Confidence::Certain), "{why}");
+        }
+        // A device word still wins over a host library's module: CuPy is not in the list, and a GPU named is a GPU.
+        let h = one("pandas.errors.ParserError: CUDA out of memory on GPU 0").unwrap();
+        assert_eq!(h.memory_space.as_deref(), Some("device"));
     }
 
     #[test]

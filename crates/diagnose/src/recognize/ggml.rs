@@ -7,6 +7,9 @@
 //! * `ggml/src/ggml-alloc.c` / `ggml-backend.cpp`: `"%s: failed to allocate %s buffer of size %zu"`
 //!   (`ggml_gallocr_reserve_n`, `alloc_tensor_range`), then llama's `failed to allocate compute buffers`
 //!   or `unable to allocate <buft> buffer`.
+//! * Each backend's `ggml_backend_<backend>[_host]_buffer_type_alloc_buffer` (`ggml-backend.cpp`'s CPU one,
+//!   `ggml-cpu/amx/amx.cpp`, `ggml-openvino`): `"%s: failed to allocate buffer of size %zu"`, the buffer type
+//!   named only by the function (ggml-org/ggml@d99724f2b141fed9e1a9f402213506c081433465).
 //! * `ggml/src/ggml-metal/*`: `"%s: error: failed to allocate buffer, size = %8.2f MiB"`, and a failed
 //!   command buffer: `error: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)`.
 //! * `ggml/src/ggml-vulkan/ggml-vulkan.cpp`: `ggml_vulkan: Device memory allocation of size %zu failed.`
@@ -43,6 +46,8 @@ pub const TRIGGERS: &[&str] = &[
 
 grammar!(cuda_malloc, r"(?P<func>ggml_backend_\w+?_buffer_type_alloc_buffer): allocating (?P<mib>[0-9]+(?:\.[0-9]+)? MiB) on device (?P<dev>\d+): (?P<api>cudaMalloc|hipMalloc|musaMalloc) failed: out of memory");
 grammar!(failed_buffer, r"(?P<func>[A-Za-z_]\w*): failed to allocate (?P<buft>[A-Za-z][A-Za-z0-9_]*?) buffer of size (?P<n>[0-9]+)");
+// The buffer type named by the allocating function: `ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size N`.
+grammar!(func_buffer, r"(?P<func>ggml_backend_(?P<be>[a-z0-9_]+?)_buffer_type_alloc_buffer): failed to allocate buffer of size (?P<n>[0-9]+)");
 grammar!(compute_buffers, r"(?P<func>[A-Za-z_]\w*): failed to allocate compute (?:pp )?buffers");
 grammar!(metal_buffer, r"(?P<func>ggml_\w+): error: failed to allocate buffer, size = +(?P<mib>[0-9]+(?:\.[0-9]+)? MiB)");
 grammar!(metal_cmd, r"(?:ggml_metal_\w+: (?:error: )?command buffer \d+ failed with status \d+\s+)?error: Insufficient Memory \(0*8:kIOGPUCommandBufferCallbackErrorOutOfMemory\)");
@@ -61,23 +66,30 @@ grammar!(runner_oom, r"(?:llama runner|llama-server) process has terminated: (?:
 // (An issue title keeps it without the parentheses: "memory pool,needed N, available N".)
 grammar!(context_pool, r"(?P<func>ggml_\w+): not enough space in the context's memory pool\s*(?:\(|,\s*)needed (?P<need>[0-9]+), available (?P<avail>[0-9]+)\)?");
 grammar!(context_buffer, r"GGML_ASSERT: [^\n]*?ggml\.c:\d+: ctx->mem_buffer != NULL|ggml\.c:\d+: GGML_ASSERT\(ctx->mem_buffer != NULL\) failed");
-// Ollama 0.1.16-0.1.17 (llm/llama.go, tags v0.1.16 and v0.1.17): when the runner subprocess died (its output
-// ended with EOF) without an error line of its own, the server guessed memory and returned this.
+// Ollama 0.1.4-0.1.17 (llm/llama.go, read at tags v0.1.4, v0.1.10 and v0.1.17; gone at v0.1.18): when the runner
+// subprocess died (its output ended with "unexpected EOF") without an error line of its own, the server guessed
+// memory and returned this.
 grammar!(ollama_runner_exited, r"llama runner exited, you may not have enough available memory to run this model");
 grammar!(ollama_sys, r"model requires more system memory \((?P<req>{SZ})\) than is available \((?P<free>{SZ})\)");
 
-/// Platform and memory space from a ggml buffer-type name (`CUDA0`, `ROCm1`, `Metal`, `Vulkan0`, `SYCL0`, `CPU`, `CUDA_Host`).
+/// Platform and memory space from a ggml buffer-type name (`CUDA0`, `ROCm1`, `Metal`, `Vulkan0`, `SYCL0`, `CANN0`,
+/// `CPU`, `CUDA_Host`), or the backend part of its allocating function's name (`cpu`, `cuda_host`, `vk`, `sycl`,
+/// `cann`, `metal`, `amx`, `cpu_repack`): each backend names its buffer types after itself, `_Host`/`_host` for
+/// pinned host memory (`ggml_backend_*_buffer_type_get_name`).
 fn buft_platform(buft: &str) -> (Platform, &'static str) {
-    let host = buft.ends_with("_Host") || buft.starts_with("CPU");
-    let p = if buft.starts_with("CUDA") || buft.starts_with("MUSA") {
+    let b = buft.to_ascii_lowercase();
+    let host = b.ends_with("_host") || b.starts_with("cpu") || b.starts_with("amx");
+    let p = if b.starts_with("cuda") || b.starts_with("musa") {
         Platform::Cuda
-    } else if buft.starts_with("ROCm") || buft.starts_with("HIP") {
+    } else if b.starts_with("rocm") || b.starts_with("hip") {
         Platform::Rocm
-    } else if buft.starts_with("Metal") || buft.starts_with("MTL") {
+    } else if b.starts_with("metal") || b.starts_with("mtl") {
         Platform::Metal
-    } else if buft.starts_with("SYCL") {
+    } else if b.starts_with("sycl") {
         Platform::Xpu
-    } else if buft.starts_with("CPU") {
+    } else if b.starts_with("cann") {
+        Platform::Npu
+    } else if b.starts_with("cpu") || b.starts_with("amx") {
         Platform::Cpu
     } else {
         Platform::Other
@@ -153,6 +165,23 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                 h.flag("device_buffer_limit");
             }
             h.culprit.device = Some(c["buft"].to_string());
+            h.detail("allocator", &c["func"]);
+            hits.push(h);
+        }
+    }
+    if has(t, "_buffer_type_alloc_buffer: failed to allocate buffer of size") {
+        for c in func_buffer().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            // The graph allocator's own line follows when it asked (`ggml_gallocr_reserve_n: failed to
+            // allocate CPU buffer of size N`): one failure, read there with the buffer type's name.
+            let next = window(t, m.end(), 300);
+            if failed_buffer().find(next).is_some_and(|f| next[..f.start()].matches('\n').count() <= 1) {
+                continue;
+            }
+            let (p, space) = buft_platform(&c["be"]);
+            let mut h = base("ggml.buffer-alloc", m.start(), m.end(), p, space, 12);
+            h.size(SizeKey::Requested, &c["n"]);
+            h.culprit.device = Some(c["be"].to_string());
             h.detail("allocator", &c["func"]);
             hits.push(h);
         }
@@ -265,8 +294,10 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             let mut h = Hit::new("generic.oom", m.start(), m.end());
             h.phase = Some(Phase::Load);
             h.priority = 30;
-            h.likely("Ollama says this whenever its llama runner died without an error line of its own: the runner is most often killed for memory while loading the model, but a crash for any other reason reads the same");
+            h.likely("Ollama says this whenever its llama runner died without an error line of its own: the runner is most often killed for memory while loading the model, but a crash for any other reason reads the same; which memory (the GPU's or the host's) it does not say, and the runner's own output before it does");
             h.detail("reported_by", "ollama");
+            // Only these releases print it; later ones report the runner's own last error line.
+            h.detail("printed_by_versions", "ollama 0.1.4-0.1.17");
             hits.push(h);
         }
     }
@@ -277,6 +308,39 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.size(SizeKey::Requested, &c["req"]);
             h.size(SizeKey::Free, &c["free"]);
             hits.push(h);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ollama_runner_exit_says_no_more_than_it_knows() {
+        // ollama/ollama#1019: no memory space, no platform, likely, and the releases that print it.
+        let mut hits = Vec::new();
+        recognize("Error: llama runner exited, you may not have enough available memory to run this model?", &mut hits);
+        let h = &hits[0];
+        assert_eq!((h.id, h.platform, h.memory_space.as_deref(), h.confidence), ("generic.oom", None, None, crate::finding::Confidence::Likely));
+        assert_eq!(h.details["printed_by_versions"], "ollama 0.1.4-0.1.17");
+    }
+
+    #[test]
+    fn the_allocating_function_names_the_buffer_type() {
+        // ggml-org/llama.cpp#8101: the CPU buffer type's allocator, named only by its function.
+        let t = "ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 137438953504\nllama_kv_cache_init: failed to allocate buffer for kv cache\n";
+        let mut hits = Vec::new();
+        recognize(t, &mut hits);
+        let h = hits.iter().find(|h| h.id == "ggml.buffer-alloc").expect("ggml hit");
+        assert_eq!((h.platform, h.memory_space.as_deref(), h.get(SizeKey::Requested)), (Some(Platform::Cpu), Some("host"), Some(137438953504)));
+        // Followed by the graph allocator's line for the same failure: one hit, that line's.
+        let mut hits = Vec::new();
+        recognize("ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 84940832\nggml_gallocr_reserve_n: failed to allocate CPU buffer of size 84940800\n", &mut hits);
+        let sizes: Vec<_> = hits.iter().filter(|h| h.id == "ggml.buffer-alloc").map(|h| h.get(SizeKey::Requested)).collect();
+        assert_eq!(sizes, vec![Some(84940800)]);
+        for (name, p, space) in [("cpu", Platform::Cpu, "host"), ("CPU", Platform::Cpu, "host"), ("cuda", Platform::Cuda, "device"), ("CUDA0", Platform::Cuda, "device"), ("CUDA_Host", Platform::Cuda, "host"), ("cuda_host", Platform::Cuda, "host"), ("Vulkan0", Platform::Other, "device"), ("vk", Platform::Other, "device"), ("Metal", Platform::Metal, "device"), ("SYCL0", Platform::Xpu, "device"), ("CANN0", Platform::Npu, "device")] {
+            assert_eq!(buft_platform(name), (p, space), "{name}");
         }
     }
 }

@@ -25,7 +25,9 @@
 //!   `Cannot allocate memory (os error 12)` (`library/std/src/io/error.rs`: "{desc} (os error {code})").
 //! - PyTorch's DataLoader (`torch/csrc/DataLoader.cpp`, since pytorch/pytorch#25730): a worker
 //!   killed by SIGBUS is reported with "It is possible that dataloader's workers are out of shared
-//!   memory"; the bare `is killed by signal: Bus error` is the same report cut short.
+//!   memory"; the bare `is killed by signal: Bus error` is the same report cut short. Users retype
+//!   these sentences in other casing (`Unexpected bus ERROR ... insufficient Shared memory (SHM)`):
+//!   they are read case-insensitively.
 //! - Shells reporting a SIGKILLed job: bash `Killed` (`line N: PID Killed  cmd`), macOS `Killed: 9`,
 //!   zsh's job table `[1]  + 31330 killed     python`. (fish 4.8's `fish: Job 1, 'cmd' terminated by
 //!   signal SIGKILL (Forced quit)`, `share/functions/fish_job_summary.fish`, is not read as a memory
@@ -83,6 +85,10 @@ pub const TRIGGERS: &[&str] = &[
     "invoked oom-killer",
     "[Errno 12]",
     "insufficient shared memory",
+    // The same DataLoader sentence retyped by a user in other casing ("insufficient Shared memory (SHM)"):
+    // its abbreviation in either case (the grammar reads the sentence case-insensitively).
+    "memory (shm)",
+    "memory (SHM)",
     "WinError 1455",
     "error 1455",
     "error=1455",
@@ -200,10 +206,14 @@ grammar!(
     r#"\b(?:exit(?:ed)?(?: with)?(?: exit)?|returned non-zero exit|status)(?: status)?(?: code)?:? 137\b|(?i:signal 9 \(SIGKILL\))(?: received by PID \d+)?|died with <Signals\.SIGKILL: 9>|killed by signal: Killed|failed \(exitcode: -9\)(?: local_rank: \d+ \(pid: \d+\))?|(?i:exit_?code)"?:\s*137\b|\breturn code(?::| =)? 137\b|\breturned a non-zero code: 137\b|\b(?:executor failed running \[[^\]\n]*\]|did not complete successfully): exit code: 137\b|\bexits with return code = -9\b|\bWorker \(pid:\d+\) was sent SIGKILL!(?: Perhaps out of memory\?)?|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES[^\n]*\n(?:[^\n]*\n){0,3}?[= ]*EXIT CODE: 9\b"#
 );
 grammar!(shell_killed, r"(?m)^[ \t]*(?:[\w/.\-]+: (?:line \d+: )?)?(?:\[\d+\][ \t]*[+-]?[ \t]*)?(?:\d+[ \t]+)?(?:Killed|killed)(?::[ \t]*9)?(?:[ \t]+[^\n]{1,2000})?[ \t]*$|(?m)(?:it/s|s/it)\]Killed[ \t]*$");
+// What a job prints about its memory before the shell reports it killed.
+grammar!(memory_before_kill, r"(?i)\b(?:exceeds? \d+% of (?:free )?system memory|(?:system|host|free|available) memory|memory usage|\bRAM\b|swap|allocat(?:e|ing|ion) (?:of )?\d[\d.,]*\s?(?:[KMGT]i?B|bytes)?)");
+const KILL_AFTER_MEMORY: &str = "the shell reports the job killed by SIGKILL, and the lines before it report the job's memory use: the kernel's OOM killer sends SIGKILL to the process that outgrows the machine's memory (dmesg shows 'Killed process' to confirm); a kill by hand or by a scheduler reads the same";
+const KILL_BARE: &str = "the shell reports the job killed by SIGKILL; the kernel's OOM killer is the usual sender (dmesg shows 'Killed process' to confirm), but a kill by hand or by a scheduler reads the same";
 grammar!(cpu_enforce_only, r"enforce fail at (?:CPUAllocator|alloc_cpu)\.cpp(?::\d+)?");
 grammar!(
     dev_shm,
-    r"killed by signal: Bus error\.?[^\n]{0,120}?out of shared memory|DataLoader worker \(pid \d+\) is killed by signal: Bus error\b\.?|Unexpected bus error encountered in worker\. This might be caused by insufficient shared memory(?: \(shm\))?\.?|No space left on device[^\n]{0,80}/dev/shm|unable to (?:open|write to) shared memory object|unable to write to file </torch_\w+>:? No space left on device(?: \(28\))?"
+    r"(?i:killed by signal: Bus error\.?[^\n]{0,120}?out of shared memory|DataLoader worker \(pid \d+\) is killed by signal: Bus error\b\.?|Unexpected bus error encountered in worker\. This might be caused by insufficient shared memory(?: \(shm\))?\.?)|No space left on device[^\n]{0,80}/dev/shm|unable to (?:open|write to) shared memory object|unable to write to file </torch_\w+>:? No space left on device(?: \(28\))?"
 );
 grammar!(
     llvm_oom,
@@ -212,12 +222,15 @@ grammar!(
 
 // DuckDB (src/storage/standard_buffer_manager.cpp, EvictBlocksOrThrow): "failed to allocate
 // data of size X (Y/Z used)", "could not allocate block of size X (Y/Z used)", before 0.8
-// "could not allocate block of N bytes"; Z is the memory limit. ("Failed to allocate block of
-// N bytes (bad allocation)" is the system allocator's, not the limit's: the generic layer's.)
+// "could not allocate block of N bytes"; Z is the memory limit. Its allocator's own
+// "Failed to allocate block of N bytes (bad allocation)" (src/common/allocator/allocator.cpp@v1.5.5,
+// AllocateData; v0.9.2 without the parenthesis; "Failed to re-allocate" in ReallocateData) is the
+// system refusing memory below that limit: the same entry, under its own condition.
 grammar!(
     duckdb_limit,
     r"Out of Memory Error:\s*(?:failed to allocate data of size|could not allocate block of(?: size)?) (?P<req>{SZ})(?: \((?P<used>{SZ})/(?P<lim>{SZ}) used\))?"
 );
+grammar!(duckdb_allocator, r"Out of Memory Error:\s*Failed to (?:re-)?allocate block of (?P<req>\d+) bytes(?: \(bad allocation\))?");
 grammar!(duckdb_set_limit, r"Out of Memory Error: Failed to change memory limit to (?P<lim>\d+): could not free up enough memory for the new limit");
 grammar!(duckdb_in_memory, r"launched in in-memory mode and no temporary directory is specified");
 grammar!(oomkilled_false, r#"\bOOMKilled"?:\s*false\b"#);
@@ -471,6 +484,14 @@ fn duckdb(t: &str, hits: &mut Vec<Hit>) {
         h.detail("operation", "SET memory_limit");
         hits.push(h);
     }
+    for c in duckdb_allocator().captures_iter(t) {
+        let m = c.get(0).unwrap();
+        let mut h = host_hit("host.duckdb-memory-limit", m.start(), m.end());
+        h.priority = 10;
+        h.cap_size(SizeKey::Requested, &c, "req");
+        h.flag("duckdb_system_allocator");
+        hits.push(h);
+    }
     for c in duckdb_limit().captures_iter(t) {
         let m = c.get(0).unwrap();
         let mut h = host_hit("host.duckdb-memory-limit", m.start(), m.end());
@@ -556,7 +577,15 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
                 continue;
             }
             let mut h = host_hit("host.oom-killer", m.start(), m.end());
-            h.confidence = Confidence::Likely;
+            // SIGKILL says nothing of why; what the job printed just before it may: its own
+            // warnings about memory (TensorFlow's "exceeds 10% of system memory", a loader's sizes).
+            let before = super::window_before(t, m.start(), 1500);
+            if let Some(w) = memory_before_kill().find_iter(before).last() {
+                h.likely(KILL_AFTER_MEMORY);
+                h.detail("memory_context", w.as_str());
+            } else {
+                h.likely(KILL_BARE);
+            }
             h.detail("signal", "SIGKILL (shell reported `Killed`)");
             h.priority = 45;
             hits.push(h);
@@ -745,4 +774,49 @@ fn prose_line(t: &str, at: usize) -> bool {
 
 fn host_hit(id: &'static str, start: usize, end: usize) -> Hit {
     Hit::new(id, start, end).on(Platform::Cpu).during(Phase::Runtime).in_space("host").ranked(20)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hits(t: &str) -> Vec<Hit> {
+        let mut hits = Vec::new();
+        recognize(t, &mut hits);
+        hits
+    }
+
+    #[test]
+    fn dataloader_shm_sentence_in_any_casing() {
+        // kazuto1011/deeplab-pytorch#17: PyTorch's sentence retyped by the user.
+        let t = "Unexpected bus ERROR encountered in worker. This might be caused by insufficient Shared memory (SHM)\n";
+        let h = hits(t);
+        assert_eq!(h.iter().map(|h| h.id).collect::<Vec<_>>(), vec!["host.dev-shm"]);
+        // Its start trigger is there in either casing.
+        assert!(TRIGGERS.iter().any(|w| t.contains(w)));
+    }
+
+    #[test]
+    fn duckdb_allocator_failure_is_duckdbs_under_its_condition() {
+        // duckdb/duckdb#9880 (title): the allocator's words, not the buffer manager's limit.
+        let h = hits("Out of Memory Error: Failed to allocate block of 13230080 bytes\n");
+        assert_eq!(h.len(), 1);
+        assert_eq!((h[0].id, h[0].get(SizeKey::Requested)), ("host.duckdb-memory-limit", Some(13230080)));
+        assert!(h[0].flags.contains("duckdb_system_allocator"));
+        // The limit's own message keeps its reading.
+        let h = hits("Out of Memory Error: failed to allocate data of size 256.0 MiB (260.3 MiB/476.8 MiB used)");
+        assert!(!h[0].flags.contains("duckdb_system_allocator"));
+    }
+
+    #[test]
+    fn a_bare_kill_says_why_it_is_likely_memory() {
+        // tensorflow/tensorflow#36429: the job warned of its allocations, then the shell reported it killed.
+        let h = hits("Allocation of 10616832 exceeds 10% of system memory.\nKilled\n");
+        let k = h.iter().find(|h| h.id == "host.oom-killer").expect("kill");
+        assert_eq!((k.confidence, k.confidence_reason.as_deref()), (Confidence::Likely, Some(KILL_AFTER_MEMORY)));
+        assert_eq!(k.details["memory_context"], "exceeds 10% of system memory");
+        // Without such lines it is still likely, for a plainer reason.
+        let h = hits("load model begin.\nKilled");
+        assert_eq!(h[0].confidence_reason.as_deref(), Some(KILL_BARE));
+    }
 }

@@ -223,6 +223,34 @@ pub const DESCRIPTIONS: &[(&str, &str, &str)] = &[
     ("NPP_MEMORY_ALLOCATION_ERR", "device allocation error", "kunzmi/managedCuda:NPP/NPPImage_8uC1.cs@1886172aad60647c56614fe5971fbb420e7c8415 (throw new NPPException(\"Device allocation error\", null) after nppiMalloc)"),
 ];
 
+/// What host runtimes call their own memory when it runs out: names that make an
+/// out-of-memory message a host one where no device or host word stands beside it. Each is
+/// defined by the runtime (`source`); none is a sentence seen in a log.
+#[derive(Debug)]
+pub struct HostName {
+    pub runtime: &'static str,
+    /// Regex (no groups).
+    pub pattern: &'static str,
+    pub source: &'static str,
+}
+
+const V8: &str = "v8/v8:src/api/api.cc (V8::FatalProcessOutOfMemory: a heap OOM is reported as 'JavaScript heap out of memory', otherwise 'process out of memory'; Node's OOMErrorHandler prints 'FATAL ERROR: <location> Allocation failed - <detail>'; the heap's limits 'Reached heap limit', 'CALL_AND_RETRY_LAST', 'Ineffective mark-compacts near heap limit'), as printed in Node's fatal-error reports, not re-read at a tag";
+const JVM_KINDS: &str = "https://docs.oracle.com/en/java/javase/17/troubleshoot/troubleshooting-memory-leaks.html (the detail messages of java.lang.OutOfMemoryError: Java heap space, GC Overhead limit exceeded, Requested array size exceeds VM limit, Metaspace, Compressed class space, unable to create new native thread; Direct buffer memory from java.nio.Bits)";
+const RUST_ALLOC: &str = "rust-lang/rust:src/liballoc/allocator.rs (Rust 1.20-1.27: AllocErr::Exhausted's description 'allocator memory exhausted', printed by std's OOM abort as 'fatal runtime error: ...'; read in the code index's copy, not at a tag; since 1.28 std::alloc::handle_alloc_error prints 'memory allocation of N bytes failed')";
+const PY_HOST_LIBS: &str = "the packages' own module paths (numpy, pandas, scipy, sklearn, statsmodels, polars, pyarrow, duckdb, z3, networkx, h5py, PIL): libraries that allocate only host memory, so an exception class under them is a host allocation";
+
+pub const HOST_NAMES: &[HostName] = &[
+    HostName { runtime: "v8", pattern: r"(?i:JavaScript heap out of memory)|\bFatalProcessOutOfMemory\b|\bReached heap limit\b|\bCALL_AND_RETRY_LAST\b|\bIneffective mark-compacts near heap limit\b|\bprocess out of memory\b", source: V8 },
+    HostName { runtime: "java", pattern: r"(?i:\bJava heap space\b)|\bGC overhead limit exceeded\b|\bRequested array size exceeds VM limit\b|\bOutOfMemoryError: Metaspace\b|\bCompressed class space\b|\bunable to create (?:new )?native thread\b|\bDirect buffer memory\b", source: JVM_KINDS },
+    HostName { runtime: "rust-std", pattern: r"\ballocator memory exhausted\b", source: RUST_ALLOC },
+    HostName { runtime: "python-host-library", pattern: r"\b(?:numpy|pandas|scipy|sklearn|statsmodels|polars|pyarrow|duckdb|z3|networkx|h5py|PIL)(?:\.\w+)*\.\w*(?:Error|Exception)\b", source: PY_HOST_LIBS },
+];
+
+/// One regex of every host name (no groups).
+pub fn host_names_pattern() -> String {
+    HOST_NAMES.iter().map(|h| format!("(?:{})", h.pattern)).collect::<Vec<_>>().join("|")
+}
+
 /// The member of that name.
 pub fn member(name: &str) -> Option<&'static Member> {
     MEMBERS.iter().find(|m| m.name == name)
@@ -260,6 +288,22 @@ mod tests {
         }
         let names: std::collections::BTreeSet<_> = MEMBERS.iter().map(|m| m.name).collect();
         assert_eq!(names.len(), MEMBERS.len(), "a name is listed twice");
+    }
+
+    #[test]
+    fn host_names_are_the_runtimes_own() {
+        for h in HOST_NAMES {
+            assert!(regex::Regex::new(h.pattern).is_ok(), "{}: {}", h.runtime, h.pattern);
+            assert!(!h.source.is_empty(), "{}", h.runtime);
+        }
+        let all = regex::Regex::new(&host_names_pattern()).unwrap();
+        for t in ["FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory", "java.lang.OutOfMemoryError: GC overhead limit exceeded", "fatal runtime error: allocator memory exhausted", "z3.z3types.Z3Exception: out of memory", "pandas.errors.ParserError: Error tokenizing data. C error: out of memory"] {
+            assert!(all.is_match(t), "{t}");
+        }
+        // Another library's class of a like name, or a GPU library, is not a host library's.
+        for t in ["cupy.cuda.memory.OutOfMemoryError: out of memory", "torch.OutOfMemoryError: CUDA out of memory", "mynumpy_ext.Error: out of memory"] {
+            assert!(!all.is_match(t), "{t}");
+        }
     }
 
     #[test]
