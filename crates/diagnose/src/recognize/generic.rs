@@ -307,18 +307,6 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             }
             None => {}
         }
-        // PyTorch's cudaMallocAsync backend opens its message "Allocation on device N would exceed allowed
-        // memory" (c10/cuda/CUDAMallocAsyncAllocator.cpp; `pytorch.rs`); reports often keep only its head.
-        if phrase.starts_with("torch.") && {
-            let (ws, we) = near(t, ls, le, 2);
-            t[ws..we].contains("Allocation on device")
-        } {
-            h.id = "pytorch.cuda-oom";
-            h.platform = Some(Platform::Cuda);
-            h.space("device");
-            h.priority = 80;
-            h.detail("allocator_backend", "cudaMallocAsync");
-        }
         h.detail("wording", phrase);
         // Merge with a generic hit of the lines just before (one failure, several lines).
         if let Some(prev) = found.last_mut() {
