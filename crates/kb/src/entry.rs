@@ -497,6 +497,7 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("arena_limit", "ONNX Runtime's arena reported the memory left under its own limit (\"Available memory of X\")"),
     ("device_buffer_limit", "ggml's Vulkan backend refused one buffer larger than the device's largest single allocation"),
     ("host_arena", "the failing ONNX Runtime arena is the CPU (host) arena"),
+    ("graph_allocator", "ggml's allocator over a buffer the program sized (ggml-alloc.c: a measured compute buffer), not a ggml_init context"),
     ("tactic_skipped", "TensorRT skipped a tactic for lack of memory and went on building (not fatal by itself)"),
     // The case around the failure (crates/diagnose/src/facts/case.rs), read from the whole block of log text.
     ("windows_commit_limit", "host memory on Windows: allocations fail at the commit limit (RAM plus page file), which the page file's size sets"),

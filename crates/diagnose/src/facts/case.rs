@@ -78,7 +78,9 @@ grammar!(fw_vllm, r"(?i)\bvllm\b|\bVLLM_[A-Z0-9_]+|cumem_allocator");
 // Ollama's runner logs name its own Go sources: `llama.go:292:` (ollama/llm/llama.go, 0.1.x),
 // `source=server.go:…` / `source=sched.go:…` (its slog lines).
 grammar!(fw_ollama, r"(?i)\bollama\b|\bllama\.go:\d+|\bsource=(?:server|sched|gpu|routes|llama|memory|amd_linux|amd_windows)\.go:\d+");
-grammar!(fw_comfyui, r"ComfyUI|comfy[/\\.]|comfy_extras|KSampler");
+// ComfyUI's executor (`execution.py`) logs "Got an OOM, unloading all loaded models." when a node raised
+// `model_management.OOM_EXCEPTION` (read through the code index).
+grammar!(fw_comfyui, r"ComfyUI|comfy[/\\.]|comfy_extras|KSampler|Got an OOM, unloading all loaded models");
 grammar!(fw_diffusers, r"\bdiffusers\b|StableDiffusion\w*Pipeline|UNet2DConditionModel");
 grammar!(fw_mesh_tf, r"mesh_tensorflow|\bmtf\.");
 grammar!(fw_directml, r"(?i)torch_directml|directml|\bdml\b");

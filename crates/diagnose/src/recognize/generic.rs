@@ -135,11 +135,39 @@ grammar!(
     error_marker,
     r"(?i)\b[\w.:]*(?:error|exception|fault)\b|\bfail(?:ed|ure|s)?\b|\bfatal\b|\babort(?:ed|ing)?\b|\bterminate called\b|what\(\)|\bpanic|\bcrash|\berrno\b|\bstatus\b|\bcheck failed\b|\.\w+:\d+\]|^\s*(?:\[?[EF]\d{4}|\[?(?:E|F|ERROR|FATAL|CRITICAL|ERR)\b)"
 );
-// Prose: people writing about a failure, hints, questions, docs.
+// Prose: people writing about a failure, hints, questions, docs. Read through [`prose`], which
+// passes over words inside a path or a name.
 grammar!(
-    prose,
+    prose_words,
     r"(?i)\b(?:I|I'm|I've|I'd|me|my|we|we're|our|us|you|your|you're|please help|how (?:do|can|to)|why|seems?|maybe|probably|thanks|avoid|prevent|reduce|to fix|if (?:the|a|an|it|there|this)|when (?:the|a|an|it|using|running)|should|would|tips?|hint|e\.g\.|such as|example|could (?:give|be|happen|cause|lead)|possibly|strange|because|she|he|they|their|someone|anyone|catch|detect|monitor)\b|\?\s*$"
 );
+/// Prose words as words of a sentence: a pronoun inside a path or a hyphenated name is part of
+/// that name (`C:\buildkite-agent\builds\...-autoscaling-group-i-0b37...\xgboost`, `/home/me/...`),
+/// and `\b` alone takes `-`, `/` and `\` for word ends.
+struct Prose;
+fn prose() -> Prose {
+    Prose
+}
+impl Prose {
+    fn is_match(&self, s: &str) -> bool {
+        let b = s.as_bytes();
+        let joins = |c: u8| matches!(c, b'/' | b'\\' | b'-' | b'_' | b'@' | b'=');
+        prose_words().find_iter(s).any(|m| {
+            // `\?\s*$`: a question, not a word.
+            if m.as_str().trim_start().starts_with('?') {
+                return true;
+            }
+            let before = m.start().checked_sub(1).map(|i| b[i]);
+            let after = b.get(m.end()).copied();
+            // `my.cu`, `me.py`: a file name; `me.` ending a sentence is prose.
+            let dotted = after == Some(b'.') && b.get(m.end() + 1).is_some_and(|c| c.is_ascii_alphanumeric());
+            // `9616777840 us:` (ROCclr's log prefix): microseconds after a number, not the pronoun.
+            let micros = m.as_str().eq_ignore_ascii_case("us") && s[..m.start()].trim_end_matches(' ').ends_with(|c: char| c.is_ascii_digit());
+            !(before.is_some_and(joins) || after.is_some_and(joins) || dotted || micros)
+        })
+    }
+}
+
 // Words that make a sentence advice or a question about a failure, not a report of one.
 grammar!(hint, r"(?i)\b(?:avoid|prevent|to fix|if (?:you|the|a|an|it|there|this)|should|would|tips?|hint|e\.g\.|such as|example|catch|detect|monitor|try|how (?:do|can|to)|why)\b|\?\s*$");
 // Source code quoted in a traceback or a diff, not a message.
@@ -1038,6 +1066,21 @@ mod tests {
         assert!(one("I encountered OOM with 50GB GPUs.").is_none());
         assert!(one("OSError: [Errno 28] No space left on device").is_none());
         assert!(one("Add total GPU memory capacity to the inference performance table").is_none());
+    }
+
+    #[test]
+    fn a_pronoun_inside_a_path_is_no_prose() {
+        // dmlc/xgboost#10301: a Windows CI path holds `-group-i-0b37…`; `\bI\b` took it for "I".
+        let t = "XGBoostError: [16:43:48] C:\\buildkite-agent\\builds\\buildkite-windows-cpu-autoscaling-group-i-0b3782d1791676daf-1\\xgboost\\xgboost-ci-windows\\src\\data\\../common/device_helpers.cuh:431: Memory allocation error on worker 0: bad allocation: cudaErrorMemoryAllocation: out of memory";
+        let h = one(t).expect("a path is no sentence");
+        assert_eq!((h.id, h.platform), ("generic.device-oom", Some(Platform::Cuda)));
+        assert!(one("Error: /home/me/src/my-app/alloc.cc:12: out of memory on the GPU").is_some());
+        // ROCm/legacy-rocm-build#2480: ROCclr's log prefix counts microseconds, `9616777840 us:`.
+        assert!(one(":1:memory.cpp               :347 : 9616777840 us: 4277 : [tid:0x7f2accbfe6c0] Video memory allocation failed!").is_some());
+        // The words themselves still make prose.
+        assert!(one("Error: I get out of memory on the GPU").is_none());
+        assert!(one("Error: out of memory, it gave us nothing on the GPU").is_none());
+        assert!(one("Error: out of memory on the GPU, help me.").is_none());
     }
 
     #[test]

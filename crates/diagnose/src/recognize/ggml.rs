@@ -19,6 +19,13 @@
 //!   context's memory pool (needed %zu, available %zu)"` — a fixed-size context the program sized itself
 //!   (`ggml_init_params.mem_size`), not the machine's memory; and `GGML_ASSERT(ctx->mem_buffer != NULL)` in
 //!   `ggml_init`, the context's own buffer not allocated from host RAM.
+//! * `ggml/src/ggml-alloc.c` (ggml-org/ggml at dd92cfd4, 2023-10, and v0.21.0): the allocators that place tensors in
+//!   one backend buffer the program sized beforehand (a compute buffer sized by a measuring pass, a weights buffer):
+//!   `ggml_allocr_alloc` (2023) `"%s: not enough space in the buffer (needed %zu, largest block available %zu)"`
+//!   then `GGML_ASSERT(!"not enough space in the buffer")`; now `ggml_tallocr_alloc` `"%s: not enough space in the
+//!   buffer to allocate %s (needed %zu, available %zu)"` and `ggml_dyn_tallocr_alloc` `"%s: not enough space in the
+//!   buffer to allocate %zu bytes, largest block available %zu bytes"` (then `GGML_ABORT`). Like the context pool, a
+//!   buffer too small for what the program put in it, whatever the machine has free.
 //! * Ollama `llm/server.go`: `model requires more system memory (%s) than is available (%s)`.
 
 use super::{has, window, window_before, Hit};
@@ -39,6 +46,7 @@ pub const TRIGGERS: &[&str] = &[
     "of pinned memory",
     "current device:",
     "context's memory pool",
+    "not enough space in the buffer",
     "mem_buffer != NULL",
     "unable to allocate",
     "enough available memory to run this model",
@@ -65,6 +73,7 @@ grammar!(cuda_error_old, r"CUDA error 2 at (?P<loc>[^\s]*ggml-cuda\.cu:\d+): out
 grammar!(runner_oom, r"(?:llama runner|llama-server) process has terminated: (?:exit status \S+: )?(?P<dev>CUDA|ROCm|HIP|cudaMalloc failed:) (?:error: )?out of memory");
 // (An issue title keeps it without the parentheses: "memory pool,needed N, available N".)
 grammar!(context_pool, r"(?P<func>ggml_\w+): not enough space in the context's memory pool\s*(?:\(|,\s*)needed (?P<need>[0-9]+), available (?P<avail>[0-9]+)\)?");
+grammar!(alloc_buffer, r#"(?P<func>ggml_\w+): not enough space in the buffer(?: \(needed (?P<need>\d+), largest block available (?P<lb>\d+)\)| to allocate (?:(?P<need3>\d+) bytes, largest block available (?P<lb3>\d+) bytes|[^\s(]+ \(needed (?P<need2>\d+), available (?P<avail>\d+)\)))(?:[ \t]*\r?\n[^\n]*?GGML_ASSERT[^\n]*?"not enough space in the buffer"\)?)?"#);
 grammar!(context_buffer, r"GGML_ASSERT: [^\n]*?ggml\.c:\d+: ctx->mem_buffer != NULL|ggml\.c:\d+: GGML_ASSERT\(ctx->mem_buffer != NULL\) failed");
 // Ollama 0.1.4-0.1.17 (llm/llama.go, read at tags v0.1.4, v0.1.10 and v0.1.17; gone at v0.1.18): when the runner
 // subprocess died (its output ended with "unexpected EOF") without an error line of its own, the server guessed
@@ -276,6 +285,26 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             // The pool's size: what it could hold at all, so free within it and its limit.
             h.size(SizeKey::Free, &c["avail"]);
             h.size(SizeKey::Limit, &c["avail"]);
+            h.detail("function", &c["func"]);
+            hits.push(h);
+        }
+    }
+    if has(t, "not enough space in the buffer") {
+        for c in alloc_buffer().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            // The buffer's device is not in the message; a Metal log's host buffers are the GPU's too (unified memory).
+            let ctx = window_before(t, m.start(), 3000);
+            let (platform, space) = if ctx.contains("ggml_metal") { (Platform::Metal, "device") } else { (Platform::Cpu, "host") };
+            let mut h = base("ggml.context-pool", m.start(), m.end(), platform, space, 10);
+            h.phase = Some(Phase::Runtime);
+            h.flag("graph_allocator");
+            if let Some(n) = c.name("need").or(c.name("need2")).or(c.name("need3")) {
+                h.size(SizeKey::Requested, n.as_str());
+            }
+            // What the buffer still had: its largest free block, or what was left past the last tensor.
+            if let Some(f) = c.name("lb").or(c.name("lb3")).or(c.name("avail")) {
+                h.size(SizeKey::Free, f.as_str());
+            }
             h.detail("function", &c["func"]);
             hits.push(h);
         }

@@ -17,6 +17,11 @@ grammar!(tf_free_mem, r"Free memory:\s*(?P<v>{SZ})");
 grammar!(peak_buffer, r"Buffer (?P<i>\d+):[ \t]*(?:\n|$)");
 grammar!(failed_request, r"Failed to allocate request for\s+(?P<h>{SZ})\s+\((?P<b>\d+)B\)\s+on device ordinal\s+(?P<ord>\d+)");
 grammar!(bfc_head, r"Allocator \((?P<name>[\w\-]+)\) ran out of memory trying to allocate\s+(?P<req>{SZ})(?:\s+\(rounded to (?P<rounded>\d+)\))?(?:\s*from the \w+ end)?");
+// TensorFlow before the allocator was named in the message (gpu/gpu_bfc_allocator.cc, then
+// common_runtime/bfc_allocator.cc, TF 0.x-1.x, read through the code index): `LOG(WARNING) << "Ran out of
+// memory trying to allocate " << HumanReadableNumBytes(num_bytes) << ".  See logs for memory state"`. That
+// BFC allocator served GPU memory (GPUBFCAllocator, then BFCAllocator over the GPU's memory).
+grammar!(bfc_head_unnamed, r"\bRan out of memory trying to allocate\s+(?P<req>{SZ})\.\s+See logs for memory state");
 grammar!(bfc_stat, r"(?m)^\s*(?P<k>Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize|Reserved|PeakReserved|LargestFreeBlock):\s+(?P<v>{SZ})\s*$");
 grammar!(bfc_sum, r"Sum Total of in-use chunks:\s+(?P<v>{SZ})");
 grammar!(bfc_op, r"requested by op\s*(?P<op>[^\s\n]*)");
@@ -143,6 +148,17 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                 bfc_dump(t, m.end(), &mut h);
             }
             h.priority = 12;
+            hits.push(h);
+        }
+    }
+    if has(t, "Ran out of memory trying to allocate") {
+        for c in bfc_head_unnamed().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("bfc.allocator-oom", m.start(), m.end()).on(platform).during(Phase::Runtime).in_space("device").ranked(12);
+            h.size(SizeKey::Requested, &c["req"]);
+            // TensorFlow before the allocator's name was printed: long before TF_GPU_ALLOCATOR=cuda_malloc_async (2.5).
+            h.flag("legacy_message");
+            bfc_dump(t, m.end(), &mut h);
             hits.push(h);
         }
     }

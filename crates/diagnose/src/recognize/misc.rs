@@ -31,6 +31,22 @@ grammar!(ct2_cuda_oom, r"(?i:CUDA failed with error out of memory)");
 // (thrown up to v0.7, logged without the prefix from v0.9); the file is TurboMind's (allocator.h, memory_utils.cu).
 grammar!(turbomind_oom, r"\[TM\]\[ERROR\] CUDA runtime error: out of memory|CUDA runtime error: out of memory \S*turbomind\S*");
 
+// Thrust's exceptions (NVIDIA/thrust, read at 1.9.3, 1.9.4 and 2.1.0): `thrust::system::detail::bad_alloc`
+// (`thrust/system/detail/bad_alloc.h`) has what() = std::bad_alloc's own what() + ": " + its argument, and the
+// CUDA backend throws it when its device allocation fails (`system/cuda/detail/malloc_and_free.h`,
+// `system/cuda/memory_resource.h`) with `cuda_category().message(status)`: cudaGetErrorString's "out of memory",
+// from 1.9.4 (commit 0938485d) prefixed with the enumerator, "cudaErrorMemoryAllocation: out of memory".
+// `thrust::system::system_error` (`system/detail/system_error.inl`) has what() = its argument + ": " + the same
+// category message; projects throw it for a failed CUDA call (XGBoost's `dh::safe_cuda`: the argument is
+// `file(line)`). Thrust's other bad_alloc throws (`malloc_allocator`, `temporary_allocator`) say "malloc failed" /
+// "get_temporary_buffer failed", never "out of memory", and the system category's ENOMEM reads "Cannot allocate
+// memory": "out of memory" in their what() is the CUDA runtime's (thrust 2.x adds an ABI namespace after `thrust::`).
+// MSVC's std::bad_alloc::what() is "bad allocation" instead of "std::bad_alloc".
+grammar!(
+    thrust_oom,
+    r"thrust::(?:\w+::)?system::(?P<class>detail::bad_alloc|system_error)'?(?:\s+what\(\):)?[ \t]+(?:std::bad_alloc: |bad allocation: )?(?P<what>[^\n]{0,400}?)\b(?:cudaErrorMemoryAllocation: out of memory|out of memory)\b"
+);
+
 // accelerate `utils/memory.py` find_executable_batch_size: lowers the batch size (x 0.9 from 1.9.0,
 // halved before) after every exception its should_reduce_batch_size takes for an OOM, and raises
 // this at zero.
@@ -207,6 +223,19 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         for m in grammar.find_iter(t) {
             let mut h = Hit::new(id, m.start(), m.end()).on(Platform::Cuda).during(Phase::Runtime).in_space("device").ranked(12);
             h.detail("cuda_error", "cudaErrorMemoryAllocation");
+            hits.push(h);
+        }
+    }
+    if has(t, "thrust::") && has(t, "out of memory") {
+        for c in thrust_oom().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            // An exception of thrust's HIP backend (rocThrust) names HIP in its message.
+            let hip = c["what"].contains("hip");
+            let mut h = Hit::new("generic.device-oom", m.start(), m.end()).on(if hip { Platform::Rocm } else { Platform::Cuda }).during(Phase::Runtime).in_space("device").ranked(12);
+            h.detail("exception", format!("thrust::system::{}", &c["class"]));
+            if !hip {
+                h.detail("cuda_error", "cudaErrorMemoryAllocation");
+            }
             hits.push(h);
         }
     }

@@ -43,6 +43,13 @@ grammar!(cuda_error, r"(?P<dev>CUDA|HIP) error:\s*out of memory|(?P<dev2>cudaMal
 grammar!(thc, r"THCudaCheck FAIL file=(?P<file>\S+) line=(?P<line>\d+) error=2 : out of memory");
 grammar!(cuda_runtime_error, r"cuda runtime error \(2\) : out of memory(?: at (?P<loc>\S+))?");
 grammar!(headline, r"(?P<dev>CUDA|HIP|XPU|NPU|MTIA) out of memory\.");
+// PyTorch's own out-of-memory exception classes: `torch.cuda.OutOfMemoryError` (from 1.13) and
+// `torch.OutOfMemoryError` (from 2.5; the same class, raised by the CUDA/HIP, XPU and MPS allocators). A
+// traceback line that names one is an allocator OOM however much of its message survives (a title or a
+// sentence may cut it: "torch.OutOfMemoryError: Allocation on device"). Word ends are ASCII: in a Chinese
+// sentence the class name follows a CJK character with no space.
+grammar!(oom_class, r"(?-u:\b)torch\.(?P<cuda>cuda\.)?OutOfMemoryError(?-u:\b)(?::[ \t]*(?P<msg>[^\n]{0,300}))?");
+grammar!(rocm_words, r"\bROCm\b|\brocm\b|\bHIP\b|PYTORCH_HIP_ALLOC_CONF|\bamdgpu\b|\bhipMalloc\w*");
 grammar!(alloc_failed, r"(?P<lib>CUBLAS|HIPBLAS|CUBLASLT|ROCBLAS|CUSOLVER|CUSPARSE|CUFFT)_STATUS_(?P<st>ALLOC_FAILED|NOT_INITIALIZED)(?: when calling `?(?P<call>[\w:]+\([^)]*\))`?)?");
 
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
@@ -116,6 +123,39 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                 }
             }
             h.end = end;
+            hits.push(h);
+        }
+    }
+    if has(t, "OutOfMemoryError") {
+        for c in oom_class().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let msg = c.name("msg").map_or("", |x| x.as_str().trim());
+            // The device the message names. A message cut before its allocator's words ("Allocation on device",
+            // or nothing) names neither the device for sure nor the allocator: the generic device entry, on CUDA
+            // (PyTorch's usual device, the only one `torch.cuda.OutOfMemoryError` is raised for) unless the log
+            // names ROCm, whose builds raise the same class with the same words (the hipified cudaMallocAsync
+            // backend prints "Allocation on device" too).
+            let rocm = rocm_words().is_match(super::window_before(t, m.start(), 3000)) || rocm_words().is_match(window(t, m.start(), 3000));
+            let (id, platform) = if msg.starts_with("CUDA out of memory") {
+                ("pytorch.cuda-oom", Platform::Cuda)
+            } else if msg.starts_with("HIP out of memory") {
+                ("pytorch.hip-oom", Platform::Rocm)
+            } else if msg.starts_with("MPS backend out of memory") {
+                ("pytorch.mps-oom", Platform::Mps)
+            } else if msg.starts_with("XPU") && c.name("cuda").is_none() {
+                ("generic.device-oom", Platform::Xpu)
+            } else if rocm && c.name("cuda").is_none() {
+                ("generic.device-oom", Platform::Rocm)
+            } else {
+                ("generic.device-oom", Platform::Cuda)
+            };
+            // Sizeless and after every family grammar (the headline alone is 60): the fallback where no other reads the line.
+            let mut h = Hit::new(id, m.start(), m.end()).on(platform).during(Phase::Runtime).in_space("device").ranked(65);
+            h.flag("framework_pytorch");
+            h.detail("exception", m.as_str()[..m.as_str().find(':').unwrap_or(m.as_str().len())].to_string());
+            if msg.is_empty() {
+                h.likely("only PyTorch's out-of-memory exception class is in the text, not its message: the device is taken to be CUDA's");
+            }
             hits.push(h);
         }
     }

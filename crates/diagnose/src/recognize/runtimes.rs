@@ -14,6 +14,15 @@
 //!   `Cuda failure 2 'out of memory'`), `NCCL WARN Failed to CUDA calloc %zu bytes`,
 //!   `Call to cuMem... failed with error CUDA_ERROR_OUT_OF_MEMORY`.
 //! * cudarc (used by candle and burn): `DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")`.
+//! * The HIP runtime's ROCclr layer (ROCm/clr, read at rocm-6.2.2; logged at `AMD_LOG_LEVEL>=1` as
+//!   `:1:<file>:<line>: <time> us: <pid> : [tid:0x..] <message>`, `rocclr/utils/debug.cpp`):
+//!   `hipamd/src/hip_memory.cpp` (ihipMalloc, since 2020, bc7676045), `hip_mempool_impl.cpp` and `hip_vm.cpp`
+//!   print `Allocation failed : Device memory : required :%zu | free :%zu | total :%zu` (free and total from
+//!   hipMemGetInfo; `hip_vm.cpp` glues `free :%zu| total`) and return hipErrorOutOfMemory; for pinned host
+//!   memory `Allocation failed : Pinned Memory, size :%zu`. `rocclr/platform/memory.cpp` logs `Video memory
+//!   allocation failed!` when the device object could not be created and `Can't allocate memory size - 0x%08X
+//!   bytes!` (also the OpenCL layer, `opencl/amdocl/`): `%08X` prints the low 32 bits of a `size_t`, so that
+//!   number is not read as the size.
 
 use super::{has, window, window_before, Hit};
 use crate::finding::SizeKey;
@@ -23,6 +32,8 @@ use oomdoc_kb::{Phase, Platform};
 /// Literals that can start a block for this module's messages (every grammar's anchor contains one).
 pub const TRIGGERS: &[&str] = &[
     "Failed to allocate memory for requested buffer",
+    // A title cut inside the message, after the arena's function signature.
+    "BFCArena::AllocateRawInternal",
     "is smaller than requested bytes",
     "bytes) could not be allocated",
     "Error Code 2: ",
@@ -33,7 +44,11 @@ pub const TRIGGERS: &[&str] = &[
     "wgpu error: Out of Memory",
 ];
 
-grammar!(ort_arena, r"(?:(?:onnxruntime::)?BFCArena::AllocateRawInternal(?:\([^)\n]*\))? )?(?:Failed to allocate memory for requested buffer of size (?P<req>[0-9]+)|Available memory of (?P<avail>[0-9]+) is smaller than requested bytes of (?P<req2>[0-9]+))");
+grammar!(ort_arena, r"(?:(?:onnxruntime::)?BFCArena::AllocateRawInternal(?:\([^)\n]*\))? )?(?:Failed to allocate memory for requested buffer of size (?P<req>[0-9]+)|Available memory of (?P<avail>[0-9]+) is smaller than requested bytes of (?P<req2>[0-9]+))|(?m)(?:onnxruntime::)?BFCArena::AllocateRawInternal(?:\([^)\n]*\))? (?P<cut>Failed to alloc\w*|Available memory\b)[ \t]*$");
+// ONNX Runtime's NCHWc layout transformer (`onnxruntime/core/optimizer/nchwc_transformer.cc`, read through the
+// code index) names the nodes it rewrites `<output>_nchwc` and assigns them to the CPU execution provider
+// (`SetExecutionProviderType(kCpuExecutionProvider)`; MLAS kernels): a failing node of that name ran on the CPU.
+grammar!(ort_nchwc_node, r"\bnode\. Name:'[^'\n]*_nchwc'");
 grammar!(ort_cuda, r"CUDA failure 2: out of memory ; GPU=(?P<gpu>-?\d+)");
 grammar!(trt_requested, r"Requested amount of (?:GPU )?memory \((?P<n>[0-9]+) bytes\) could not be allocated");
 grammar!(trt_cuda_alloc, r"Cuda Error in (?:[\w:]+::)?allocate: 2 \(out of memory\)");
@@ -46,6 +61,9 @@ grammar!(nccl_cumem, r"Call to (?P<call>cuMem\w+|cudaMalloc\w*|cudaHostAlloc) fa
 // wgpu-core: a HAL `DeviceError::OutOfMemory` surfaces as "Not enough memory left" under the failing
 // call ("In Device::create_buffer"); newer releases raise "wgpu error: Out of Memory".
 grammar!(wgpu_oom, r"(?:wgpu error: Validation Error\s+Caused by:\s+In (?P<call>[A-Za-z]+::\w+)(?:\s+note: label = `(?P<label>[^`\n]*)`)?\s+)?Not enough memory left\.?|wgpu error: Out of Memory");
+grammar!(rocclr_device, r"Allocation failed : Device memory : required :(?P<req>\d+) \| free :(?P<free>\d+) ?\| total :(?P<total>\d+)");
+grammar!(rocclr_pinned, r"Allocation failed : Pinned Memory, size :(?P<req>\d+)");
+grammar!(rocclr_object, r"Video memory allocation failed!|Can't allocate memory size - (?P<hex>0x[0-9A-Fa-f]{8}) bytes!");
 grammar!(cudarc, r#"DriverError\(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"\)"#);
 
 fn cuda_hit(id: &'static str, start: usize, end: usize, priority: u8) -> Hit {
@@ -73,6 +91,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
+    rocclr(t, hits);
     if has(t, "DriverError(CUDA_ERROR_OUT_OF_MEMORY") {
         for m in cudarc().find_iter(t) {
             let mut h = cuda_hit("cudarc.driver-oom", m.start(), m.end(), 9);
@@ -82,8 +101,45 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     }
 }
 
+fn rocclr(t: &str, hits: &mut Vec<Hit>) {
+    if has(t, "Allocation failed : ") {
+        for c in rocclr_device().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("generic.device-oom", m.start(), m.end()).on(Platform::Rocm).during(Phase::Runtime).in_space("device").ranked(9);
+            for (k, g) in [(SizeKey::Requested, "req"), (SizeKey::Free, "free"), (SizeKey::Total, "total")] {
+                if let Ok(n) = c[g].parse::<u64>() {
+                    h.bytes(k, n, c[g].to_string());
+                }
+            }
+            h.detail("runtime", "hip").detail("status", "hipErrorOutOfMemory");
+            hits.push(h);
+        }
+        for c in rocclr_pinned().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("generic.host-oom", m.start(), m.end()).on(Platform::Rocm).during(Phase::Runtime).in_space("host").ranked(9);
+            if let Ok(n) = c["req"].parse::<u64>() {
+                h.bytes(SizeKey::Requested, n, c["req"].to_string());
+            }
+            h.detail("runtime", "hip").detail("status", "hipErrorOutOfMemory").detail("memory", "pinned host memory");
+            hits.push(h);
+        }
+    }
+    if has(t, "Video memory allocation failed!") || has(t, "Can't allocate memory size - 0x") {
+        for c in rocclr_object().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            // Sizeless: a weak duplicate beside the `Allocation failed : Device memory` line that follows.
+            let mut h = Hit::new("generic.device-oom", m.start(), m.end()).on(Platform::Rocm).during(Phase::Runtime).in_space("device").ranked(30);
+            h.detail("runtime", "hip");
+            if let Some(x) = c.name("hex") {
+                h.detail("size_low_32_bits", x.as_str());
+            }
+            hits.push(h);
+        }
+    }
+}
+
 fn onnxruntime(t: &str, hits: &mut Vec<Hit>) {
-    if has(t, "Failed to allocate memory for requested buffer") || has(t, "is smaller than requested bytes") {
+    if has(t, "Failed to allocate memory for requested buffer") || has(t, "is smaller than requested bytes") || has(t, "BFCArena::AllocateRawInternal") {
         for c in ort_arena().captures_iter(t) {
             let m = c.get(0).unwrap();
             let mut h = Hit::new("onnxruntime.arena-alloc", m.start(), m.end());
@@ -98,8 +154,11 @@ fn onnxruntime(t: &str, hits: &mut Vec<Hit>) {
             }
             // The message does not name the arena's device; the surrounding log does.
             let ctx = format!("{}{}", window_before(t, m.start(), 3000), window(t, m.end(), 1500));
-            let gpu = ["Cuda", "CUDA", "cuda", "TensorRT", "GPU", "gpu"].iter().any(|w| ctx.contains(w));
-            let cpu = ctx.contains("BFCArena for Cpu") || ctx.contains("Default CPU") || ctx.contains("CPUExecutionProvider");
+            let gpu = ["Cuda", "CUDA", "cuda", "TensorRT", "GPU", "gpu", "VRAM"].iter().any(|w| ctx.contains(w));
+            let cpu = ctx.contains("BFCArena for Cpu") || ctx.contains("Default CPU") || ctx.contains("CPUExecutionProvider") || ort_nchwc_node().is_match(&ctx);
+            if c.name("cut").is_some() {
+                h.detail("message", "cut after the arena's function name");
+            }
             if gpu && !cpu {
                 h.platform = Some(Platform::Cuda);
                 h.space("device");

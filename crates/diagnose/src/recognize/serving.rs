@@ -31,6 +31,7 @@ pub const TRIGGERS: &[&str] = &[
     "stored in KV cache",
     "KV cache is needed",
     "Available KV cache memory: -",
+    "memory reserved for KV Cache is -",
     // A hard-wrapped "… KV cach\ne is needed, which is larger than the available KV cache memory".
     "available KV cache memory",
     "on startup is less than desired",
@@ -39,6 +40,7 @@ pub const TRIGGERS: &[&str] = &[
     "leave no GPU memory for the KV cache",
     "Not enough memory to handle",
     "alloc_req_slots runs out of memory",
+    "No space left for only one request",
     "is larger than the profiled value -",
 ];
 
@@ -48,9 +50,14 @@ grammar!(
     r"(?:max seq len \((?P<len>\d+)\),? \(?)?(?P<a>{SZ}) KV cache is needed, which is larger than the available KV cache memory \((?P<b>{SZ})\)(?:\.? (?:Based on the available memory, the estimated|Estimated) maximum model length is (?P<est>\d+))?"
 );
 grammar!(vllm_tokens, r"max seq len \((?P<len>\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((?P<tok>\d+)\)");
-grammar!(vllm_negative, r"Available KV cache memory:\s*-(?P<v>{SZ})");
+// V1's profiling line and V0's (`vllm/worker/worker.py` determine_num_available_blocks, 0.6.x-0.8.x: "... the rest of
+// the memory reserved for KV Cache is {available_kv_cache_memory:.2f}GiB."): a negative budget gives
+// `num_gpu_blocks = max(..., 0) = 0` ("# cuda blocks: 0" / "# GPU blocks: 0") and then
+// `raise_if_cache_size_invalid`'s "No available memory for the cache blocks" ValueError.
+grammar!(vllm_negative, r"(?:Available KV cache memory:|the rest of the memory reserved for KV Cache is)\s*-(?P<v>{SZ})");
+grammar!(vllm_weights, r"model weights take (?P<v>{SZ});");
 grammar!(vllm_free, r"(?i:free memory) on device(?: (?P<dev>[\w:]+))? \((?P<free>[\d.]+)/(?P<total>[\d.]+) (?P<unit>[KMGT]i?B)\) on startup is less than desired GPU memory utilization \((?P<util>[\d.]+), (?P<req>{SZ})\)");
-grammar!(vllm_total, r"total_gpu_memory=(?P<v>{SZ})");
+grammar!(vllm_total, r"total_gpu_memory(?:=| \()(?P<v>{SZ})");
 grammar!(
     vllm_warmup,
     r"(?P<dev>CUDA|HIP|XPU)? ?out of memory occurred when warming up (?P<what>sampler|pooler)(?: \((?P<task>[^)\n]{0,60})\))? with (?P<n>\d+) dummy requests"
@@ -66,6 +73,14 @@ grammar!(
 grammar!(
     sglang_req_slots,
     r"alloc_req_slots runs out of memory\.(?: Please set a smaller number for `?--max-running-requests`?\.?)?(?: (?:self\.)?req_to_token_pool\.available_size\(\)=(?P<avail>\d+))?(?:, num_reqs=(?P<n>\d+))?"
+);
+// SGLang `schedule_batch.py` ScheduleBatch.retract_decode (read at 000eaffacf0): with one request left after retracting the
+// others, it asserts the KV pool still has a free token: "No space left for only one request" (early form), then
+// ", self.token_to_kv_pool_allocator.available_size()=N", with SWA models " in SWA mode full_available_size=N,
+// swa_available_size=M"; and "Failed to retract any request. No space left for only one request." (ValueError).
+grammar!(
+    sglang_kv_pool,
+    r"No space left for only one request(?: in SWA mode full_available_size=(?P<full>\d+), swa_available_size=(?P<swa>\d+)|, (?:self\.)?token_to_kv_pool(?:_allocator)?\.available_size\(\)=(?P<avail>\d+))?"
 );
 grammar!(sglang_profiled, r"max_total_tokens=(?P<want>\d+) is larger than the profiled value (?P<prof>-\d+)\.?");
 grammar!(
@@ -119,13 +134,19 @@ fn recognize_engines(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
-    if has(t, "Available KV cache memory: -") {
+    if has(t, "Available KV cache memory: -") || has(t, "memory reserved for KV Cache is -") {
         for c in vllm_negative().captures_iter(t) {
             let m = c.get(0).unwrap();
             let mut h = serving_hit("vllm.no-cache-blocks", m.start(), m.end());
             h.flag("framework_vllm");
             if let Some(p) = oomdoc_units::parse_size(&c["v"]) {
                 h.detail("available_kv_cache_bytes", -(p.bytes as i128) as i64);
+            }
+            // V0 prints the weights' share on the same line.
+            if let Some(w) = vllm_weights().captures(super::window_before(t, m.start(), 400)) {
+                if let Some(p) = oomdoc_units::parse_size(&w["v"]) {
+                    h.detail("model_weights_bytes", p.bytes);
+                }
             }
             hits.push(h);
         }
@@ -181,7 +202,7 @@ fn recognize_engines(t: &str, hits: &mut Vec<Hit>) {
             hits.push(h);
         }
     }
-    if has(t, "Memory profiling results") || has(t, "total_gpu_memory=") {
+    if has(t, "Memory profiling results") || has(t, "total_gpu_memory=") || has(t, "total_gpu_memory (") {
         // vLLM's profiling summary states the device's total memory.
         if let Some(c) = vllm_total().captures(t) {
             for h in hits.iter_mut().filter(|h| h.id.starts_with("vllm.")) {
@@ -206,6 +227,20 @@ fn recognize_engines(t: &str, hits: &mut Vec<Hit>) {
             h.detail("mem_fraction_static", c["cur"].parse::<f64>().ok());
             if let Some(v) = c.name("fit") {
                 h.detail("mem_fraction_static_min", v.as_str().parse::<f64>().ok());
+            }
+            hits.push(h);
+        }
+    }
+    if has(t, "No space left for only one request") {
+        for c in sglang_kv_pool().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = serving_hit("sglang.kv-pool-exhausted", m.start(), m.end());
+            h.phase = Some(Phase::Runtime);
+            h.flag("framework_sglang");
+            for (g, k) in [("avail", "kv_tokens_available"), ("full", "full_tokens_available"), ("swa", "swa_tokens_available")] {
+                if let Some(v) = c.name(g).and_then(|v| v.as_str().parse::<u64>().ok()) {
+                    h.detail(k, v);
+                }
             }
             hits.push(h);
         }
