@@ -340,7 +340,8 @@ pub fn flatten(lines: &[CleanLine]) -> Flat {
         }
         flat.starts.push((flat.text.len(), l.line_no));
         flat.text.push_str(&l.text);
-        prev_raw_len = if glue { prev_raw_len + l.raw_len } else { l.raw_len };
+        // A terminal fills every piece of a wrapped line but the last: a short piece ends the wrap.
+        prev_raw_len = l.raw_len;
         if l.text.is_empty() {
             prev_raw_len = 0;
         }

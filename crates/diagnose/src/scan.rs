@@ -200,6 +200,8 @@ const EXTEND_WORDS: &[&str] = &[
     "Free (according to CUDA)",
     "PyTorch limit",
     "Allocation on device",
+    // The backtrace after a message (tt-metal's TT_THROW prints the message's arguments on lines of their own before it).
+    "backtrace:",
     "Program requirement",
     "Available after request",
     "HBM capacity",

@@ -117,6 +117,8 @@ pub const TRIGGERS: &[&str] = &[
     // Metal's "Insufficient Memory (IOAF code 8)", ManagedCuda's NPP "Device allocation error",
     // Blender Cycles' "out of GPU and shared host memory".
     "Insufficient Memory",
+    // cuSOLVER's statuses by name (PyTorch's CUDASolver and TensorFlow's CHECKs on cusolverDnCreate).
+    "CUSOLVER_STATUS_",
     "allocation error",
     "shared host memory",
     // PyTorch's and ONNX Runtime's "Unable to find a valid cuDNN algorithm to run convolution".
@@ -218,7 +220,7 @@ fn w_host_weak() -> &'static regex::Regex {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     RE.get_or_init(|| {
         super::re(&format!(
-            r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b|(?i:memory allocation of \d+ bytes failed)|Out of Memory Error:|\bOutOfMemoryException\b|\bArrowMemoryError\b|{}",
+            r"\bMemoryError\b|bad_alloc|\bENOMEM\b|(?i:cannot allocate memory)|\(errno=12\)|Errno 12\b|(?i:memory allocation of \d+ bytes failed)|Out of Memory Error:|\bOutOfMemoryException\b|\bArrowMemoryError\b|{}",
             vocabulary::host_names_pattern()
         ))
     })
@@ -432,6 +434,8 @@ grammar!(page_lock, r"\b(?:mlock|munlock|mlockall|mlocker|VirtualLock)\b|RLIMIT_
 // A CUDA library creating its handle (`cusolverDnCreate(handle)`, `cublasCreate_v2`): the handle's
 // device memory is allocated there, so an internal error at that call is the masked kind.
 grammar!(handle_create, r"\bcu(?:solver|blas|sparse)\w*Create(?:_v2)?\b");
+grammar!(handle_create_failed, r"\b[Cc]heck failed:\s*\(?\s*(?P<call>cu(?:solver|blas|sparse)\w*Create\w*)\([^)\n]*\)\s*==\s*CU(?:SOLVER|BLAS|SPARSE)_STATUS_SUCCESS\b");
+const NOT_INIT_HANDLE: &str = "the library could not create its handle; with no other error, that is the GPU out of memory when the library initialises (a CUDA/library version mismatch reads the same)";
 grammar!(error_label_before, r"(?i)\b\w*(?:error|exception)\s*:\s*$");
 grammar!(alloc_words, r"(?i)\balloc\w*[ _](?:fail|error)|\bfailed to alloc|\bunable to alloc|\bout of (?:\w+ )?memory");
 // A runtime's device allocation call that failed. Without a status that says why, lack of
@@ -650,6 +654,32 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
             out.push(h);
         }
     }
+    // A CUDA library's handle creation checked against success (TensorFlow's `CHECK(cusolverDnCreate(&h) ==
+    // CUSOLVER_STATUS_SUCCESS) << "Failed to create cuSolverDN instance."`): the handle's memory could not be had.
+    if t.contains("_STATUS_SUCCESS") {
+        for c in handle_create_failed().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let (ls, le) = line_bounds(t, m.start(), m.end());
+            let (ns, ne) = near(t, ls, le, 2);
+            if existing.iter().any(|&(s, e)| s < ne && ns < e) || out.iter().any(|h| h.start < ne && ns < h.end) {
+                continue;
+            }
+            let line = &t[ls..le];
+            if prose().is_match(line) || listing().is_match(line) {
+                continue;
+            }
+            let start = ls + (line.len() - line.trim_start().len());
+            let end = message_end(t, le);
+            let mut h = Hit::new("generic.device-oom", start, end);
+            h.priority = 86;
+            h.phase = Some(Phase::Runtime);
+            h.platform = Some(Platform::Cuda);
+            h.space("device");
+            h.likely(NOT_INIT_HANDLE);
+            h.detail("handle_call", &c["call"]);
+            out.push(h);
+        }
+    }
     // Allocation calls that failed without a status (a status that is not memory rules them out).
     for c in alloc_call_failed().captures_iter(t) {
         let m = c.get(0).unwrap();
@@ -749,7 +779,11 @@ fn size_lines_end(t: &str, le: usize) -> usize {
         if line.len() > 200 || prose().is_match(line) {
             break;
         }
-        if crate::sizes::labeled(line, oomdoc_units::UnitStyle::Binary).sizes.iter().any(|l| l.key.is_some()) {
+        // Read with the lines above it: a list states its unit once, or in its largest figure only
+        // (XGBoost's "- Free memory: 11310923776" over "- Requested memory: 47996").
+        let keyed = |s: &str| crate::sizes::labeled(s, oomdoc_units::UnitStyle::Binary).sizes.iter().filter(|l| l.key.is_some()).count();
+        let ms = t[..le].rfind('\n').map_or(0, |i| i + 1);
+        if keyed(line) > 0 || keyed(&t[ms..ne]) > keyed(&t[ms..ns]) {
             end = ne;
         } else {
             // A heading between the message and its figures ("The following component could not be created: KV cache").
