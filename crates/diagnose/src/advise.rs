@@ -138,7 +138,8 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang, unranked
     list_regressions_to_check(f, facts, lang);
     let measured = oomdoc_kb::outcomes::for_entry(&entry.id);
     if !unranked {
-        rank(&mut f.fixes, entry, &Evidence::embedded(entry), Ranking::Measured);
+        let evidence = Evidence::clone(&Evidence::embedded(entry)).with_case(entry, oomdoc_kb::outcomes::outcomes(), workload_facet(f).as_deref());
+        rank(&mut f.fixes, entry, &evidence, Ranking::Measured);
     }
     if let Some(m) = measured {
         for fx in &mut f.fixes {
@@ -284,6 +285,9 @@ fn memory_group(space: Option<&str>) -> &'static str {
 /// threads: it takes the share its family, its memory or the corpus measured.
 #[derive(Debug, Clone, Default)]
 pub struct Evidence {
+    /// The entry's threads whose case shares this finding's workload facet
+    /// ([`workload_facet`]), empty where none applies: the narrowest level.
+    pub case: EntryOutcomes,
     pub entry: EntryOutcomes,
     pub family: EntryOutcomes,
     pub group: EntryOutcomes,
@@ -345,6 +349,15 @@ pub fn case_facets(f: &Finding) -> Vec<String> {
     out
 }
 
+/// The facet whose threads rank a finding's fixes before the entry's own: the workload
+/// facet of an inference or serving job (`workload=inference`). An entry's threads are
+/// mostly training jobs, whose fixes (a smaller batch, accumulation) an engine's user does
+/// not make; an engine sizes its memory by its own budgets. Other facets are shown, not
+/// ranked by (leave-one-out: they lowered fix 1).
+pub fn workload_facet(f: &Finding) -> Option<String> {
+    f.case.inference().then(|| "workload=inference".to_string())
+}
+
 /// The family of an entry: its id's prefix (`pytorch` for `pytorch.cuda-oom`).
 fn family_of(id: &str) -> &str {
     id.split('.').next().unwrap_or(id)
@@ -404,7 +417,19 @@ impl Evidence {
         let global = (self.global.count(category) as f64 + 1.0 / k) / (self.global.threads as f64 + 1.0);
         let shrunk = |level: &EntryOutcomes, w: f64, broader: f64| (level.count(category) as f64 + w * broader) / (level.threads as f64 + w);
         let w = self.weights;
-        shrunk(&self.entry, w.entry, shrunk(&self.family, w.family, shrunk(&self.group, w.group, global)))
+        let entry = shrunk(&self.entry, w.entry, shrunk(&self.family, w.family, shrunk(&self.group, w.group, global)));
+        shrunk(&self.case, w.entry, entry)
+    }
+
+    /// These counts with the entry's threads of `facet` (a [`case_facets`] cell of `table`)
+    /// as the narrowest level, shrunk toward the entry's with the entry's weight.
+    pub fn with_case(mut self, entry: &Entry, table: &OutcomesTable, facet: Option<&str>) -> Evidence {
+        self.case = facet.and_then(|k| table.entries.get(&entry.id)?.by_case.get(k)).map(|cell| {
+            let mut level = EntryOutcomes::default();
+            add_counts(&mut level, cell);
+            level
+        }).unwrap_or_default();
+        self
     }
 
     /// The share credited to a kind of fix the entry lists none of (a family-level fix fills
@@ -749,6 +774,25 @@ mod tests {
         let only = table(&[("testfam.device", outcomes(1, &[("smaller-working-set", 1)]))]);
         let link = only.entries["testfam.device"].categories["smaller-working-set"].links[0].clone();
         assert!(only.without(&link).entries.is_empty());
+    }
+
+    #[test]
+    fn an_inference_job_is_ranked_by_the_entrys_inference_threads_first() {
+        let e = entry();
+        // Most of the entry's threads (training jobs) were fixed by a smaller job; its three
+        // inference threads by an upgrade.
+        let mut o = outcomes(12, &[("smaller-working-set", 9), ("upgrade-or-downgrade", 3)]);
+        o.by_case.insert("workload=inference".into(), outcomes(3, &[("upgrade-or-downgrade", 3)]));
+        let t = table(&[("testfam.device", o)]);
+        let plain = Evidence::of(&e, &t, Weights::default());
+        assert!(plain.score("smaller-working-set") > plain.score("upgrade-or-downgrade"));
+        let inference = Evidence::of(&e, &t, Weights::default()).with_case(&e, &t, Some("workload=inference"));
+        assert!(inference.score("upgrade-or-downgrade") > inference.score("smaller-working-set"));
+        // No cell (or no facet): the entry's evidence unchanged.
+        let none = Evidence::of(&e, &t, Weights::default()).with_case(&e, &t, Some("workload=data"));
+        assert_eq!(none.score("smaller-working-set"), plain.score("smaller-working-set"));
+        let total: f64 = C::ALL.iter().map(|c| inference.score(c.as_str())).sum();
+        assert!((total - 1.0).abs() < 1e-9, "still a distribution: {total}");
     }
 
     #[test]

@@ -739,3 +739,77 @@ fn outcomes_are_split_by_the_facts_of_the_case() {
         assert_eq!(cell.categories.iter().map(|c| c.count).max(), cell.categories.first().map(|c| c.count), "most threads first: {cell:?}");
     }
 }
+
+/// https://github.com/TavernAI/TavernAI-v1/issues/15 — KoboldAI re-raised PyTorch's OOM as
+/// "KoboldAI ran out of memory: …" (aiserver.py @1.19.2); a chat history grown to the context
+/// budget was fixed by a smaller context. The engine is read from its own wording, the job
+/// serves, and KoboldAI's budget (Max Tokens, GPU layers) is the first fix: the corpus's
+/// inference threads of this entry were mostly fixed by an engine's setting. No training-only
+/// change (gradient accumulation, checkpointing) is offered.
+#[test]
+fn koboldai_oom_offers_koboldai_budgets_not_training_fixes() {
+    let f = first("    msg: 'KoboldAI ran out of memory: CUDA out of memory. Tried to allocate 26.00 MiB (GPU 0; 14.76 GiB total capacity; 13.65 GiB already allocated; 9.88 MiB free; 13.85 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF',\n    type: 'out_of_memory.gpu.cuda'");
+    assert_eq!(f.id, "pytorch.cuda-oom");
+    assert!(f.case.has("koboldai"), "{:?}", f.case);
+    assert_eq!(f.case.workload.as_deref(), Some("serving"));
+    assert_eq!(fix_ids(&f).first(), Some(&"koboldai-budgets"), "{:?}", fix_ids(&f));
+    let kobold = &f.fixes[0];
+    assert_eq!(kobold.category.as_str(), "engine-setting");
+    assert!(kobold.title.contains("--breakmodel_gpulayers") && kobold.title.contains("default 1024"), "{}", kobold.title);
+    for training in ["smaller-batch", "activation-checkpointing"] {
+        assert!(!fix_ids(&f).contains(&training), "{training} offered to a server: {:?}", fix_ids(&f));
+    }
+}
+
+/// https://github.com/huggingface/text-generation-inference/issues/866 — Flan-UL2 did not fit
+/// one 16 GB V100; `--num-shard 4` fixed it. TGI's launcher says the shard failed to start,
+/// which it says before the shard reports ready (launcher/src/main.rs:1677 @v3.3.7), so
+/// before the warmup its token budgets size: those budgets are not offered, sharding is.
+#[test]
+fn tgi_shard_that_failed_to_start_gets_no_token_budgets() {
+    let f = first("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 128.00 MiB (GPU 0; 15.77 GiB total capacity; 15.37 GiB already allocated; 13.62 MiB free; 15.77 GiB allowed; 15.40 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF\n rank=0\nError: ShardCannotStart\n2023-08-17T10:23:27.032737Z ERROR text_generation_launcher: Shard 0 failed to start\n2023-08-17T10:23:27.032758Z  INFO text_generation_launcher: Shutting down shards");
+    assert!(f.case.has("tgi"), "{:?}", f.case);
+    assert_eq!(f.case.workload.as_deref(), Some("serving"));
+    assert!(!fix_ids(&f).contains(&"tgi-budgets"), "{:?}", fix_ids(&f));
+    assert!(categories(&f).iter().take(4).any(|c| *c == "distribute-or-offload"), "{:?}", fix_ids(&f));
+    assert!(!fix_ids(&f).contains(&"smaller-batch"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/huggingface/text-generation-inference/issues/653 — a running TGI server
+/// failed a request's prefill (the router's "Request failed during generation", the launcher's
+/// "Method Prefill encountered an error"): after start-up, so TGI's token budgets, with their
+/// defaults, are offered.
+#[test]
+fn tgi_oom_after_start_offers_tgi_budgets() {
+    let f = first(":infer:send_error: text_generation_router::infer: router/src/infer.rs:554: Request failed during generation: Server error: CUDA out of memory. Tried to allocate 16.00 MiB (GPU 0; 22.20 GiB total capacity; 20.75 GiB already allocated; 5.12 MiB free; 22.20 GiB allowed; 20.86 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF\n2023-07-19T21:02:09.363221Z ERROR text_generation_launcher: Method Prefill encountered an error.");
+    assert!(f.case.has("tgi"), "{:?}", f.case);
+    assert_eq!(f.case.workload.as_deref(), Some("serving"));
+    let tgi = f.fixes.iter().find(|x| x.id == "tgi-budgets").unwrap_or_else(|| panic!("{:?}", fix_ids(&f)));
+    assert_eq!(tgi.category.as_str(), "engine-setting");
+    assert!(tgi.detail.as_deref().unwrap().contains("max_input_tokens + 50"), "{:?}", tgi.detail);
+    assert!(categories(&f).iter().take(3).any(|c| *c == "engine-setting"), "{:?}", fix_ids(&f));
+}
+
+/// https://github.com/oobabooga/textgen/pull/2803 — text-generation-webui's ExLlama_HF loader
+/// put the whole model on GPU 0 (fixed by the release that passed --gpu-split on). The
+/// install folder names the application: the job serves, training-only fixes are gone, and
+/// the webui's own context and GPU-share settings are offered.
+#[test]
+fn text_generation_webui_is_read_from_its_paths() {
+    let f = first("Traceback (most recent call last):\n  File \"F:\\ChatIAs\\oobabooga\\text-generation-webui\\server.py\", line 62, in load_model_wrapper\n    shared.model, shared.tokenizer = load_model(shared.model_name, loader)\n  File \"F:\\ChatIAs\\oobabooga\\text-generation-webui\\modules\\models.py\", line 66, in load_model\n    output = load_func_map[loader](model_name)\n  File \"F:\\ChatIAs\\oobabooga\\text-generation-webui\\modules\\models.py\", line 285, in ExLlama_HF_loader\n    return ExllamaHF.from_pretrained(model_name)\n  File \"F:\\ChatIAs\\oobabooga\\text-generation-webui\\modules\\exllama_hf.py\", line 82, in from_pretrained\n    return ExllamaHF(config)\n  File \"F:\\ChatIAs\\oobabooga\\text-generation-webui\\modules\\exllama_hf.py\", line 27, in __init__\n    self.ex_model = ExLlama(self.ex_config)\n  File \"F:\\ChatIAs\\oobabooga\\text-generation-webui\\repositories\\exllama\\model.py\", line 711, in __init__\n    tensor = tensor.to(device, non_blocking = True)\ntorch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 86.00 MiB. GPU 0 has a total capacty of 23.99 GiB of which 0 bytes is free. Of the allocated memory 22.92 GiB is allocated by PyTorch, and 39.80 MiB is reserved by PyT");
+    assert!(f.case.has("text-generation-webui"), "{:?}", f.case);
+    assert_eq!(f.case.workload.as_deref(), Some("serving"));
+    assert!(fix_ids(&f).contains(&"textgen-webui-budgets"), "{:?}", fix_ids(&f));
+    for training in ["smaller-batch", "activation-checkpointing"] {
+        assert!(!fix_ids(&f).contains(&training), "{training}: {:?}", fix_ids(&f));
+    }
+}
+
+/// https://github.com/AUTOMATIC1111/stable-diffusion-webui/issues/16114 — Stable Diffusion
+/// web UI is no serving engine: no engine is read from its message and no engine budget offered.
+#[test]
+fn a_pytorch_oom_without_an_engine_gets_no_engine_budgets() {
+    let f = first("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.00 MiB. GPU 0 has a total capacty of 12.00 GiB of which 4.65 GiB is free");
+    assert!(!f.case.inference(), "{:?}", f.case);
+    assert!(!fix_ids(&f).iter().any(|id| id.ends_with("-budgets")), "{:?}", fix_ids(&f));
+}

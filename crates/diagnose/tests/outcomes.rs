@@ -15,7 +15,7 @@
 //! out, a known regression (`kb/regressions/`) whose links name the record's own thread
 //! is dropped too.
 
-use oomdoc_diagnose::advise::{case_facets, rank, Evidence, Ranking, Weights, REGRESSION_FIX};
+use oomdoc_diagnose::advise::{case_facets, rank, workload_facet, Evidence, Ranking, Weights, REGRESSION_FIX};
 use oomdoc_diagnose::facts::version::{canonical_package, rules_out, VersionFact};
 use oomdoc_kb::version::Requirement;
 use oomdoc_diagnose::{diagnose_text, Finding, FixOut, Options};
@@ -180,7 +180,9 @@ fn ranked(r: &Record, f: &Finding, mut fixes: Vec<FixOut>, how: Ranking, table: 
         } else {
             table
         };
-        rank(&mut fixes, entry, &Evidence::of(entry, table, Weights::default()), how);
+        let evidence = Evidence::of(entry, table, Weights::default());
+        let evidence = evidence.with_case(entry, table, workload_facet(f).as_deref());
+        rank(&mut fixes, entry, &evidence, how);
     }
     fixes
 }

@@ -60,7 +60,7 @@ impl Case {
             // JAX's own APIs need a JAX program; Pallas kernels also run under PyTorch/XLA.
             "jax" => self.has("jax") || !any(&["torch_xla", "tensorflow", "mesh_tf", "pytorch", "directml", "paddle", "onnxruntime"]),
             "pallas" => any(&["jax", "torch_xla"]) || !any(&["tensorflow", "mesh_tf", "pytorch", "directml"]),
-            "pytorch" => any(&["pytorch", "torch_xla", "vllm", "sglang", "tgi", "diffusers", "comfyui", "deepspeed"])
+            "pytorch" => any(&["pytorch", "torch_xla", "vllm", "sglang", "tgi", "lmdeploy", "koboldai", "text-generation-webui", "diffusers", "comfyui", "deepspeed"])
                 || !any(&["jax", "tensorflow", "mesh_tf", "paddle"]),
             "tensorflow" => any(&["tensorflow", "mesh_tf"]) || !any(&["jax", "pytorch", "torch_xla", "onnxruntime", "paddle"]),
             // TF's GPU allocator settings do nothing under DirectML.
@@ -78,6 +78,19 @@ grammar!(fw_vllm, r"(?i)\bvllm\b|\bVLLM_[A-Z0-9_]+|cumem_allocator");
 // Ollama's runner logs name its own Go sources: `llama.go:292:` (ollama/llm/llama.go, 0.1.x),
 // `source=server.go:…` / `source=sched.go:…` (its slog lines).
 grammar!(fw_ollama, r"(?i)\bollama\b|\bllama\.go:\d+|\bsource=(?:server|sched|gpu|routes|llama|memory|amd_linux|amd_windows)\.go:\d+");
+// LMDeploy names itself in its module paths and its logger (`get_logger('lmdeploy')`,
+// lmdeploy/utils.py@v0.16.0), and TurboMind is its CUDA engine (lmdeploy/turbomind/).
+grammar!(fw_lmdeploy, r"\blmdeploy\b|\bturbomind\b");
+// KoboldAI (the PyTorch client, not koboldcpp, whose web UI is also "KoboldAI Lite") re-raises an
+// OOM as "KoboldAI ran out of memory: …" (KoboldOutOfMemoryError) and a load failure as "… when
+// KoboldAI tried to load your model." (aiserver.py:522, 560, 2498 @1.19.2); its server script is
+// aiserver.py and its layer split --breakmodel_gpulayers (aiserver.py:1356).
+grammar!(fw_koboldai, r"KoboldAI ran out of memory|KoboldOutOfMemoryError|when KoboldAI tried to load|\baiserver\.py\b|--breakmodel_gpulayers");
+// text-generation-webui: its install folder, and modules of its own that other programs' `modules/`
+// folders (Stable Diffusion web UI's) do not have: modules/text_generation.py and models_settings.py
+// (v1.0 and v4.7.3), ui_model_menu.py (v4.7.3), llamacpp_model.py and exllama_hf.py (v1.0),
+// llamacpp_hf.py (v1.16, v2.0), exllamav2_hf.py (v1.16 to v3.23).
+grammar!(fw_textgen_webui, r"(?i)text-generation-webui|\boobabooga\b|\bmodules[/\\](?:text_generation|ui_model_menu|models_settings|llamacpp_model|llamacpp_hf|exllama_hf|exllamav2_hf)\.py");
 // ComfyUI's executor (`execution.py`) logs "Got an OOM, unloading all loaded models." when a node raised
 // `model_management.OOM_EXCEPTION` (read through the code index).
 grammar!(fw_comfyui, r"ComfyUI|comfy[/\\.]|comfy_extras|KSampler|Got an OOM, unloading all loaded models");
@@ -129,9 +142,12 @@ pub fn frameworks(t: &str) -> Vec<&'static str> {
     // A PyTorch/XLA or Mesh-TF trace names JAX-like op paths (`jit(`): there only a JAX
     // traceback or import counts as JAX.
     let jax = has("jax") && (jax_strong().is_match(t) || !(has("torch_xla") || fw_mesh_tf().is_match(t)));
-    let checks: [(&'static str, bool); 17] = [
+    let checks: [(&'static str, bool); 20] = [
         ("tgi", fw_tgi().is_match(t)),
         ("sglang", fw_sglang().is_match(t)),
+        ("lmdeploy", fw_lmdeploy().is_match(t)),
+        ("koboldai", fw_koboldai().is_match(t)),
+        ("text-generation-webui", fw_textgen_webui().is_match(t)),
         ("vllm", has("vllm") || fw_vllm().is_match(t)),
         ("ollama", fw_ollama().is_match(t)),
         ("llama.cpp", fw_llama_cpp().is_match(t)),
@@ -164,7 +180,7 @@ pub fn read(f: &Finding, block: &str, elsewhere: &BTreeMap<String, VersionFact>)
     // vLLM's own engine arguments stated in the log (its command line, its config dump) say
     // the job runs vLLM even where no traceback line names it: vllm-ascend on NPUs, or a
     // failure paragraph apart from the command. No other engine has these names.
-    let engines = ["vllm", "sglang", "tgi", "ollama", "llama.cpp"];
+    let engines = SERVING_ENGINES;
     if !engines.iter().any(|e| case.has(e)) && ["gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens"].iter().any(|k| case.settings.contains_key(*k)) {
         case.frameworks.insert(0, "vllm".to_string());
     }
@@ -185,8 +201,12 @@ pub fn read(f: &Finding, block: &str, elsewhere: &BTreeMap<String, VersionFact>)
     case
 }
 
+/// Engines and applications that serve a model (their own budgets size its memory): a job
+/// that runs one serves or runs inference unless the log shows training.
+pub const SERVING_ENGINES: [&str; 8] = ["vllm", "sglang", "tgi", "lmdeploy", "ollama", "llama.cpp", "koboldai", "text-generation-webui"];
+
 fn workload(f: &Finding, case: &Case, block: &str) -> Option<String> {
-    let engine = ["vllm", "sglang", "tgi", "ollama", "llama.cpp"].iter().any(|e| case.has(e))
+    let engine = SERVING_ENGINES.iter().any(|e| case.has(e))
         || f.id.starts_with("vllm.")
         || f.id.starts_with("sglang.")
         || f.id.starts_with("tgi.")
@@ -364,6 +384,19 @@ mod tests {
         assert_eq!(c.versions["torch"].below.as_deref(), Some("1.4"));
         let c = case_of("torch==2.0.1\nRuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.79 GiB total capacity; 6.88 GiB already allocated; 12.06 MiB free; 7.06 GiB reserved in total by PyTorch)");
         assert_eq!(c.versions["torch"].version.as_deref(), Some("2.0.1"));
+    }
+
+    /// Serving engines read from their own wording (each from a public thread, verbatim).
+    #[test]
+    fn serving_engines_are_read_from_their_own_wording() {
+        // https://github.com/InternLM/lmdeploy/issues/2236: TurboMind's source path names LMDeploy.
+        let c = case_of("RuntimeError: [TM][ERROR] CUDA runtime error: out of memory /lmdeploy/src/turbomind/utils/memory_utils.cu:32");
+        assert!(c.has("lmdeploy"), "{c:?}");
+        assert_eq!(c.workload.as_deref(), Some("serving"));
+        // https://github.com/TavernAI/TavernAI-v1/issues/15: KoboldAI's own re-raise.
+        let c = case_of("    msg: 'KoboldAI ran out of memory: CUDA out of memory. Tried to allocate 26.00 MiB (GPU 0; 14.76 GiB total capacity; 13.65 GiB already allocated; 9.88 MiB free; 13.85 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF',\n    type: 'out_of_memory.gpu.cuda'");
+        assert_eq!(c.frameworks.first().map(String::as_str), Some("koboldai"), "{c:?}");
+        assert!(c.allows_api("pytorch"));
     }
 
     #[test]

@@ -103,6 +103,15 @@ grammar!(dataloader_worker_died, r"DataLoader worker (?:\(pid(?:\(s\))?[^)\n]*\)
 // and dataloader.py); configs and commands name `num_workers`.
 grammar!(worker_processes, r"(?i)DataLoader worker|_MultiProcessingDataLoaderIter|\bnum_workers\b|\bworkers?\b[^\n]{0,40}(?:killed|exited unexpectedly)");
 
+// The model's weights loading: a Python traceback through a loader (vLLM's and text-generation-webui's
+// `load_model`, transformers' `from_pretrained`, torch's `load_state_dict`, `load_weights`), TGI's
+// launcher when a shard exits before it reports ready ("Shard {rank} failed to start", then
+// ShardCannotStart: launcher/src/main.rs:1677-1679 @v3.3.7; warmup runs only after every shard is
+// ready, backends/v3/src/lib.rs:125), and KoboldAI's "One of your GPUs ran out of memory when
+// KoboldAI tried to load your model." (aiserver.py:2498 @1.19.2). An engine's runtime budgets (KV
+// cache, context, batch tokens) do not size this phase.
+grammar!(model_loading, r"Shard \d+ failed to start|ShardCannotStart|tried to load your model|, in (?:load_model|from_pretrained|load_state_dict|load_weights)\b");
+
 /// What the block shows of the job, each cue with the knowledge-base condition it sets:
 /// a backward pass, an evaluation step, `torch.load` restoring a checkpoint, a TensorFlow
 /// variable's initializer (no batch on the device yet), a DataLoader worker that died, and
@@ -114,6 +123,7 @@ const CUES: &[(&str, fn() -> &'static regex::Regex)] = &[
     ("variable_initialization", variable_initializer),
     ("dataloader_worker_killed", dataloader_worker_died),
     ("worker_processes", worker_processes),
+    ("model_loading", model_loading),
 ];
 
 /// The conditions of [`CUES`] that hold in `t`.

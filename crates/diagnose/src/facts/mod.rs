@@ -237,7 +237,7 @@ pub fn compute(f: &Finding, flags: &BTreeSet<&'static str>, block: &str) -> Fact
 /// Conditions from the case: what the job is, so advice that does not fit it is not shown.
 fn case_conditions(case: &case::Case, x: &mut Facts) {
     for fw in &case.frameworks {
-        x.set(&format!("framework_{}", fw.replace('.', "_")));
+        x.set(&format!("framework_{}", fw.replace(['.', '-'], "_")));
     }
     // No framework or engine in the log: a fix that names one framework's API is a guess.
     if case.frameworks.is_empty() {
