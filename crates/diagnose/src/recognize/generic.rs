@@ -1200,6 +1200,27 @@ mod tests {
     }
 
     #[test]
+    fn members_printed_by_description_label_or_wrapper() {
+        // boostorg/compute#679 (Boost.Compute's opencl_error text for CL_MEM_OBJECT_ALLOCATION_FAILURE).
+        let h = one("  what():  Memory Object Allocation Failure").unwrap();
+        assert_eq!((h.id, h.memory_space.as_deref()), ("generic.device-oom", Some("device")));
+        // nihui/realcugan-ncnn-vulkan#19: VkResult -10 is VK_ERROR_TOO_MANY_OBJECTS, the allocation count.
+        let h = one("vkAllocateMemory failed -10").unwrap();
+        assert_eq!(h.confidence, Confidence::Likely);
+        // nvpro-samples/vk_gltf_renderer#4: the status after an error label, inside the reporter's sentence.
+        assert!(one(r"when I try to load big scene and if data not fit to memory, I have red message nvpro_core\nvvk\memallocator_vma_vk.inl(142): Vulkan Error : VK_ERROR_OUT_OF_DEVICE_MEMORY and program exit.").is_some());
+        // jzhangbs/Vis-MVSNet#38: cuSOLVER's INTERNAL_ERROR (7) where it creates its handle: likely.
+        let h = one("RuntimeError: cusolver error: 7, when calling `cusolverDnCreate(handle)`").unwrap();
+        assert_eq!((h.platform, h.confidence), (Some(Platform::Cuda), Confidence::Likely));
+        // agis85/multimodal_segmentation#14: TensorFlow's CHECK on the handle's creation.
+        let h = one("Check failed: cusolverDnCreate(&cusolver_dn_handle) == CUSOLVER_STATUS_SUCCESS Failed to create cuSolverDN instance.").unwrap();
+        assert_eq!(h.confidence, Confidence::Likely);
+        // ROCm/legacy-rocm-build#1483 and mindspore-ai/mindspore#172: page-locked host allocations are host memory.
+        let h = one("[ERROR] MD(14433,7fea2effd700,python):2021-12-12-14:13:43.932.181 [mindspore/ccsrc/minddata/dataset/util/arena.cc:250] Init] cudaHostAlloc failed, ret[2], out of memory").unwrap();
+        assert_eq!(h.memory_space.as_deref(), Some("host"));
+    }
+
+    #[test]
     fn sycl_unified_runtime_and_rknn_members() {
         // ggml-org/llama.cpp#25286 and ggml-org/ggml#1072.
         let h = one("level_zero backend failed with error: 39 [UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY]").unwrap();
