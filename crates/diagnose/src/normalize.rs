@@ -249,8 +249,19 @@ fn unescape_split(line: &[u8]) -> Vec<Vec<u8>> {
     out
 }
 
+/// glog's line header: a level letter, `MMDD hh:mm:ss` (`F0925 19:48:41.571030 ...`).
+fn glog_header(t: &str) -> bool {
+    let b = t.as_bytes();
+    b.len() > 14 && matches!(b[0], b'I' | b'W' | b'E' | b'F') && b[1..5].iter().all(u8::is_ascii_digit) && b[5] == b' ' && b[6..8].iter().all(u8::is_ascii_digit) && b[8] == b':'
+}
+
 /// A line that starts a new record, never the tail of a wrapped one.
 fn starts_record(t: &str) -> bool {
+    // A record pasted inside quotes (`"F0925 19:48:41.571030  1010 file.cpp:78] Check failed: ...`).
+    let t = match t.strip_prefix(['"', '\'', '`']) {
+        Some(rest) if glog_header(rest) => return true,
+        _ => t,
+    };
     const STARTS: [&str; 8] = ["Traceback", "File \"", "During handling", "The above exception", "Hint:", "Original error", "Exception", "WARNING"];
     if STARTS.iter().any(|s| t.starts_with(s)) {
         return true;
@@ -319,13 +330,18 @@ pub fn flatten(lines: &[CleanLine]) -> Flat {
             && !l.text.is_empty()
             && !l.text.starts_with(char::is_whitespace)
             && !starts_record(&l.text)
+            // Pieces of one log line split at its escaped newlines (`expand_escaped`) are lines of their own.
+            && l.line_no != lines[i - 1].line_no
+            // A finished sentence followed by a word is two lines of prose (a paragraph of an issue), not a wrap.
+            && !(flat.text.ends_with(['.', '!', '?']) && l.text.split(' ').next().is_some_and(|w| w.len() > 1 && w.chars().all(char::is_alphabetic)))
             && !flat.text.ends_with('\n');
         if i > 0 && !glue {
             flat.text.push('\n');
         }
         flat.starts.push((flat.text.len(), l.line_no));
         flat.text.push_str(&l.text);
-        prev_raw_len = if glue { prev_raw_len + l.raw_len } else { l.raw_len };
+        // A terminal fills every piece of a wrapped line but the last: a short piece ends the wrap.
+        prev_raw_len = l.raw_len;
         if l.text.is_empty() {
             prev_raw_len = 0;
         }

@@ -194,6 +194,14 @@ const EXTEND_WORDS: &[&str] = &[
     "Process ",
     "Top-of-Memory",
     "Currently allocated",
+    // The rest of PyTorch's cudaMallocAsync table (c10/cuda/CUDAMallocAsyncAllocator.cpp), one field per line.
+    "Requested",
+    "Device limit",
+    "Free (according to CUDA)",
+    "PyTorch limit",
+    "Allocation on device",
+    // The backtrace after a message (tt-metal's TT_THROW prints the message's arguments on lines of their own before it).
+    "backtrace:",
     "Program requirement",
     "Available after request",
     "HBM capacity",

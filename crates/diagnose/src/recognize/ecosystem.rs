@@ -34,9 +34,11 @@ pub const TRIGGERS: &[&str] = &[
     "out of memory to allocate",
     "CUDA_ERROR_OUT_OF_MEMORY",
     "[metal::malloc]",
+    "Resource limit (",
     "[malloc_or_wait]",
     "Command buffer execution failed: Insufficient Memory",
     "Out of memory error on GPU",
+    "enforce allocating <= available",
     "cudaMalloc retry failed",
     "pooled_storage_manager",
     "XPU out of memory",
@@ -64,7 +66,8 @@ grammar!(
 // buffer, and "[metal::malloc] Resource limit (N) exceeded." when the allocator holds as many Metal buffers as the
 // device's resource limit (a count of buffers, not bytes) even after releasing its cache.
 grammar!(mlx_malloc_or_wait, r"\[(?:malloc_or_wait|malloc)\] Unable to allocate (?P<req>\d+) bytes\.?");
-grammar!(mlx_resource_limit, r"\[metal::malloc\] Resource limit \((?P<n>\d+)\) exceeded\.?");
+// (Quoted without its tag, as an issue title does, it is MLX's where the line names MLX.)
+grammar!(mlx_resource_limit, r"\[metal::malloc\] Resource limit \((?P<n>\d+)\) exceeded\.?|\bResource limit \((?P<n2>\d+)\) exceeded\b[^\n]*?\bmlx\w*");
 grammar!(
     mlx_cmdbuf,
     r"\[METAL\] Command buffer execution failed: Insufficient Memory(?: \((?P<code>[0-9A-Fa-f]{8}:kIOGPUCommandBufferCallbackErrorOutOfMemory)\))?\.?"
@@ -73,6 +76,10 @@ grammar!(
     paddle,
     r"Out of memory error on GPU (?P<dev>\d+)\. Cannot allocate (?P<req>{SZ}) memory on GPU \d+,(?: (?P<alloc>{SZ}) memory has been allocated and)? available memory is only (?P<free>{SZ})\.?"
 );
+// Paddle Fluid 0.12-0.14 (2018), paddle/fluid/platform/gpu_info.cc: `PADDLE_ENFORCE_LE(allocating, available)` in
+// `GpuMaxChunkSize`, printed by the enforce macro as "enforce allocating <= available failed, <bytes> > <bytes>" (the
+// message names its file; not re-read at a tag).
+grammar!(paddle_enforce, r"enforce allocating <= available failed, (?P<req>\d+) > (?P<free>\d+)");
 grammar!(
     mxnet,
     r"(?:(?P<loc>(?:src/storage/[\w./]*)?pooled_storage_manager\.h:\d+): )?cudaMalloc (?P<retry>retry )?failed: out of memory"
@@ -166,11 +173,11 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     }
     // MLX before 0.24 (`mlx/allocator.cpp` malloc_or_wait, removed in ml-explore/mlx#1976):
     // the Metal allocator found no memory even after waiting for buffers to be freed.
-    if has(t, "[metal::malloc] Resource limit") {
+    if has(t, "Resource limit (") {
         for c in mlx_resource_limit().captures_iter(t) {
             let m = c.get(0).unwrap();
             let mut h = device_hit("mlx.metal-oom", m.start(), m.end(), Platform::Metal);
-            h.detail("resource_limit", c["n"].parse::<u64>().ok());
+            h.detail("resource_limit", c.name("n").or(c.name("n2")).and_then(|n| n.as_str().parse::<u64>().ok()));
             h.flag("resource_limit");
             hits.push(h);
         }
@@ -204,6 +211,18 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             if let (Some(req), Some(free)) = (h.get(SizeKey::Requested), h.get(SizeKey::Free)) {
                 if req <= free {
                     h.flag("fragmentation");
+                }
+            }
+            hits.push(h);
+        }
+    }
+    if has(t, "enforce allocating <= available") {
+        for c in paddle_enforce().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = device_hit("paddle.out-of-memory", m.start(), m.end(), Platform::Cuda);
+            for (g, k) in [("req", SizeKey::Requested), ("free", SizeKey::Free)] {
+                if let Ok(b) = c[g].parse::<u64>() {
+                    h.bytes(k, b, c[g].to_string());
                 }
             }
             hits.push(h);

@@ -114,6 +114,13 @@ pub const TRIGGERS: &[&str] = &[
     "enough GPU memory",
     // ggml-vulkan's "Device memory allocation of size N failed." without its prefix.
     "allocation of size",
+    // Metal's "Insufficient Memory (IOAF code 8)", ManagedCuda's NPP "Device allocation error",
+    // Blender Cycles' "out of GPU and shared host memory".
+    "Insufficient Memory",
+    // cuSOLVER's statuses by name (PyTorch's CUDASolver and TensorFlow's CHECKs on cusolverDnCreate).
+    "CUSOLVER_STATUS_",
+    "allocation error",
+    "shared host memory",
     // PyTorch's and ONNX Runtime's "Unable to find a valid cuDNN algorithm to run convolution".
     "algorithm to run convolution",
     // Rust 1.20-1.27's heap OOM abort: "fatal runtime error: allocator memory exhausted" (`vocabulary::HOST_NAMES`).
@@ -123,7 +130,7 @@ pub const TRIGGERS: &[&str] = &[
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
 grammar!(
     strong,
-    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)\b|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|(?:memory |host |device )?allocation of (?:size )?\d+(?: bytes)? failed|allocating \d+ bytes exceeds the memory limit of \d+|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b|\ballocator memory exhausted\b"
+    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|\bout of gpu and shared host memory\b|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev|mpp|dma)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)?\b|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|(?:memory |host |device )?allocation of (?:size )?\d+(?: bytes)? failed|allocating \d+ bytes exceeds the memory limit of \d+|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b|\ballocator memory exhausted\b"
 );
 // What makes the line an error report, before the phrase.
 grammar!(
@@ -166,11 +173,12 @@ impl Prose {
 // Words that make a sentence advice or a question about a failure, not a report of one.
 grammar!(hint, r"(?i)\b(?:avoid|prevent|to fix|if (?:you|the|a|an|it|there|this)|should|would|tips?|hint|e\.g\.|such as|example|catch|detect|monitor|try|how (?:do|can|to)|why)\b|\?\s*$");
 // Source code quoted in a traceback or a diff, not a message.
-grammar!(code, r#"\braise \w|\bdef \w|\breturn \w|^\s*(?:if|elif|while|assert) .*:\s*$|\bif .*: (?:raise|return)\b|\bf["']|^\s*[+-]\s"#);
+// (A Markdown list item of a bold key, `- **Exception Type:** ...`, is not a diff line.)
+grammar!(code, r#"\braise \w|\bdef \w|\breturn \w|^\s*(?:if|elif|while|assert) .*:\s*$|\bif .*: (?:raise|return)\b|\bf["']|^\s*[+-]\s+(?:[^*\s]|\*[^*]|\*\*[^*:]*\*\*)"#);
 // Operators: code, unless the line is already an error report (RET_CHECK / CHECK expressions).
 grammar!(operators, r"==|!=|&&|\|\||;\s*$");
 // A message at the start of a line (after a log prefix) needs no marker: "Failed to allocate 14495514624 bytes of memory".
-grammar!(line_start_phrase, r#"(?i)^(?:[\s>*`"'\[\]\w:./-]|\p{So}){0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to (?:allocate|m?alloc\b)|(?:cannot|can't|could not) (?:allocate|malloc\b)|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed|out of (?:gpu|device) resources|memory allocation of (?:size )?\d+(?: bytes)? failed|exceed(?:s|ed)? max(?:imum)? (?:\w+ ){0,4}(?:allocation|memory))"#);
+grammar!(line_start_phrase, r#"(?i)^(?:[\s>*`"'\[\]\w:./-]|\p{So}){0,40}?(?:out of (?:\w+ )?memory|(?:failed|unable) to (?:allocate|m?alloc\b)|(?:cannot|can't|could not) (?:allocate|malloc\b)|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory|memory allocation failed|allocation failed|out of (?:gpu|device) resources|out of gpu and shared host memory|memory allocation of (?:size )?\d+(?: bytes)? failed|exceed(?:s|ed)? max(?:imum)? (?:\w+ ){0,4}(?:allocation|memory))"#);
 
 // Sizes by general rules, next to the word that names them. Only sizes with a unit (or
 // `bytes`) are read here: a bare number next to "allocate" may count elements or blocks.
@@ -192,15 +200,17 @@ grammar!(alloc_sz, &r"(?i)(?P<a>{SZU})(?: memory)? (?:has been|have been|already
 // Words that name the platform and the memory space.
 grammar!(w_cuda, r"\bCUDA\b|\bcuda\w*|\bTRT(?:-LLM)?\b|\bTensorRT\w*|\bcu(?:Mem|da)[A-Z]\w*|NVIDIA|\bnvidia\b|\bcublas|\bcudnn|CUDAPlace|\w\.cu\b|\bbitsandbytes\b");
 grammar!(w_rocm, r"\bHIP\b|\bhip[A-Z]\w*|\bROCm\b|\brocm\b|\bAMDGPU\b|\bMIOpen\b|\bmiopen\w*|\brocBLAS\b|\brocblas\w*");
-grammar!(w_metal, r"\bMetal\b|\bMETAL\b|\bMTL\w+|MTLBuffer|kIOGPU\w+");
+// (ggml's Metal backend logs from `ggml_metal_*` functions.)
+grammar!(w_metal, r"\bMetal\b|\bMETAL\b|\bMTL\w+|MTLBuffer|kIOGPU\w+|\bggml_metal\w*");
 grammar!(w_mps, r"\bMPS\b|\bmps\b");
 grammar!(w_xpu, r"\bXPU\b|\bxpu\b|Level[ _]Zero|\bUR_RESULT\w*|\bSYCL\b|\bsycl\b|\bZE_RESULT\w*");
-grammar!(w_device_memory, r"(?i)\b(?:gpu|device|video|graphics|dedicated)[ _]memory\b|\bVRAM\b");
+// (Blender Cycles' "out of GPU and shared host memory": device memory and the host memory it maps in.)
+grammar!(w_device_memory, r"(?i)\b(?:gpu|device|video|graphics|dedicated)[ _]memory\b|\bVRAM\b|\bgpu and shared host memory\b");
 grammar!(w_npu, r"\bNPU\b|\bnpu\b|\bAscend\b|\bCANN\b|\bACL_ERROR\w*");
 grammar!(w_tpu, r"\bTPU\b");
 grammar!(
     w_host,
-    r"\bCPU\b|\bcpu\b(?:[^.]|$)|intel_cpu|\bhost\b|\bHost\b|DefaultCPUAllocator|posix_memalign|\bmalloc\b|\bmmap\b|\bRAM\b|\bswap\b|CPUPlace|virtual memory|(?i:\bsystem memory\b)|\bpinned\b|page-locked"
+    r"\bCPU\b|\bcpu\b(?:[^.]|$)|intel_cpu|\bhost\b|\bHost\b|DefaultCPUAllocator|posix_memalign|\bmalloc\b|\bmmap\b|\bRAM\b|\bswap\b|CPUPlace|virtual memory|(?i:\bsystem memory\b)|\bpinned\b|page-locked|\b(?:cudaHostAlloc|cudaMallocHost|cudaHostRegister|cuMemHostAlloc|cuMemAllocHost|cuMemHostRegister|hipHostMalloc|hipMallocHost|hipHostAlloc|hipHostRegister)\b"
 );
 // Host by default: Python's MemoryError, C++ bad_alloc, errno ENOMEM, unless a device is named.
 // Rust's std::alloc::handle_alloc_error prints "memory allocation of N bytes failed" for the heap.
@@ -210,7 +220,7 @@ fn w_host_weak() -> &'static regex::Regex {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     RE.get_or_init(|| {
         super::re(&format!(
-            r"\bMemoryError\b|bad_alloc|\bENOMEM\b|Cannot allocate memory|\(errno=12\)|Errno 12\b|(?i:memory allocation of \d+ bytes failed)|Out of Memory Error:|\bOutOfMemoryException\b|\bArrowMemoryError\b|{}",
+            r"\bMemoryError\b|bad_alloc|\bENOMEM\b|(?i:cannot allocate memory)|\(errno=12\)|Errno 12\b|(?i:memory allocation of \d+ bytes failed)|Out of Memory Error:|\bOutOfMemoryException\b|\bArrowMemoryError\b|{}",
             vocabulary::host_names_pattern()
         ))
     })
@@ -309,7 +319,12 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.confidence = Confidence::Likely;
         }
         sizes(&t[start..end], &mut h);
-        let (platform, space) = place(t, start, end);
+        // The phrase's own line first: the size lines after it may be another report's (a host
+        // memory summary under bitsandbytes' CUDA "Error out of memory at line N in file ...").
+        let (platform, space) = match place_in(line) {
+            Some(found) if found.0 != Platform::Other => found,
+            _ => place(t, start, end),
+        };
         h.platform = Some(platform);
         match space {
             Some("host") => {
@@ -379,6 +394,15 @@ fn member_names() -> &'static regex::Regex {
     })
 }
 
+// The members' printed descriptions (`vocabulary::DESCRIPTIONS`), any capitalisation, wrapped lines allowed.
+fn member_descriptions() -> &'static regex::Regex {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        let alt: Vec<String> = vocabulary::DESCRIPTIONS.iter().map(|d| regex::escape(d.1).replace(' ', r"\s+")).collect();
+        regex::Regex::new(&format!(r"(?i)\b(?:{})\b", alt.join("|"))).expect("member descriptions")
+    })
+}
+
 // Each runtime's API calls and names, in `vocabulary::RUNTIMES` order.
 fn runtime_calls() -> &'static [regex::Regex] {
     static RE: std::sync::OnceLock<Vec<regex::Regex>> = std::sync::OnceLock::new();
@@ -407,6 +431,12 @@ grammar!(killed_for, r"(?i)\bkilled\b");
 // "Error locking page at 0x…: Cannot allocate memory" (Monero's mlocker). "page-locked" (CUDA's
 // pinned host memory, a real allocation) is not locking pages that exist.
 grammar!(page_lock, r"\b(?:mlock|munlock|mlockall|mlocker|VirtualLock)\b|RLIMIT_MEMLOCK|RLIMIT_MLOCK|(?i:\block(?:ing)? (?:\w+ ){0,2}(?:memory|pages?)\b)");
+// A CUDA library creating its handle (`cusolverDnCreate(handle)`, `cublasCreate_v2`): the handle's
+// device memory is allocated there, so an internal error at that call is the masked kind.
+grammar!(handle_create, r"\bcu(?:solver|blas|sparse)\w*Create(?:_v2)?\b");
+grammar!(handle_create_failed, r"\b[Cc]heck failed:\s*\(?\s*(?P<call>cu(?:solver|blas|sparse)\w*Create\w*)\([^)\n]*\)\s*==\s*CU(?:SOLVER|BLAS|SPARSE)_STATUS_SUCCESS\b");
+const NOT_INIT_HANDLE: &str = "the library could not create its handle; with no other error, that is the GPU out of memory when the library initialises (a CUDA/library version mismatch reads the same)";
+grammar!(error_label_before, r"(?i)\b\w*(?:error|exception)\s*:\s*$");
 grammar!(alloc_words, r"(?i)\balloc\w*[ _](?:fail|error)|\bfailed to alloc|\bunable to alloc|\bout of (?:\w+ )?memory");
 // A runtime's device allocation call that failed. Without a status that says why, lack of
 // memory is the usual reason (DirectML's `CHECK failed: ... CreateCommittedResource ... >= 0`).
@@ -441,6 +471,13 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
                 continue;
             }
             seen.push((s, m.end(), member, s, m.end(), false));
+        }
+    }
+    // The text a runtime or its binding prints for a member (`Memory Object Allocation Failure`).
+    for m in member_descriptions().find_iter(t) {
+        let said = m.as_str().split_whitespace().collect::<Vec<_>>().join(" ").to_ascii_lowercase();
+        if let Some(member) = vocabulary::DESCRIPTIONS.iter().find(|d| d.1 == said).and_then(|d| vocabulary::member(d.0)) {
+            seen.push((m.start(), m.end(), member, m.start(), m.end(), false));
         }
     }
     // By value, beside the runtime's own calls on an error line.
@@ -486,7 +523,17 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
             continue;
         }
         let line = &t[ls..le];
-        let pasted = backticked_report(line, start - ls, end - ls);
+        // The status right after an error or exception label (`Vulkan Error : VK_ERROR_OUT_OF_DEVICE_MEMORY`,
+        // `CudaException: ErrorOutOfMemory: The API call failed because ...`) is the printed message, even
+        // inside a sentence that reports it; a hint or a question about it is not.
+        let labeled = error_label_before().is_match(&t[ls..start]) && {
+            let sentence = sentence_of(line, start - ls, end - ls);
+            // The clause that holds it: "when I try to load it, I get ...: Error : X" reports X.
+            let off = sentence.as_ptr() as usize - line.as_ptr() as usize;
+            let clause = sentence[..(start - ls).saturating_sub(off).min(sentence.len())].rfind(", ").map_or(sentence, |i| &sentence[i + 2..]);
+            !hint().is_match(clause)
+        };
+        let pasted = backticked_report(line, start - ls, end - ls) || labeled;
         if (!pasted && (prose().is_match(line) || quoted(t, ls, start, le))) || code().is_match(line) || listing().is_match(line) {
             continue;
         }
@@ -503,7 +550,7 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
             vocabulary::Meaning::Oom => None,
             vocabulary::Meaning::Likely { reason, needs_memory_context } => {
                 let (ws, we) = near(t, ls, le, 8);
-                if needs_memory_context && !memory_near().is_match(&t[ws..we]) {
+                if needs_memory_context && !memory_near().is_match(&t[ws..we]) && !handle_create().is_match(line) {
                     continue;
                 }
                 // The line itself says an allocation failed ("status=4 message=\"Allocation Failure\""): certain.
@@ -519,7 +566,12 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
             prev.end = prev.end.max(le);
             continue;
         }
-        let rt = vocabulary::runtime(member.runtime).expect("member's runtime");
+        // .NET's System.OutOfMemoryException has DuckDB's Python class name: DuckDB's only where it is named.
+        let dotnet = member.name == "OutOfMemoryException" && {
+            let (ws, we) = near(t, ls, le, 4);
+            !t[ws..we].to_ascii_lowercase().contains("duckdb")
+        };
+        let rt = vocabulary::runtime(if dotnet { "dotnet" } else { member.runtime }).expect("member's runtime");
         let start = ls + (line.len() - line.trim_start().len());
         let end = message_end(t, le);
         let mut h = Hit::new("generic.device-oom", start, end);
@@ -534,6 +586,14 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
             vocabulary::Space::Host if !through_device => "host",
             vocabulary::Space::Host | vocabulary::Space::Either => match place(t, start, end) {
                 (_, Some("device")) => "device",
+                // Nothing beside it says: the paragraph around it may (a title's E_OUTOFMEMORY text, "DirectML" below).
+                (_, None) if matches!(member.space, vocabulary::Space::Either) => {
+                    let (ws, we) = near(t, start, end, 4);
+                    match place(t, ws, we) {
+                        (_, Some("device")) => "device",
+                        _ => "host",
+                    }
+                }
                 _ => "host",
             },
         };
@@ -564,7 +624,7 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
         if let Some(v) = member.value {
             h.detail("status_value", v);
         }
-        h.detail("status_source", member.source);
+        h.detail("status_source", if dotnet { vocabulary::DOTNET_OOM } else { member.source });
         h.code_in_log = None;
         sizes(&t[start..end], &mut h);
         out.push(h);
@@ -591,6 +651,32 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
             h.space("device");
             h.likely("every cuDNN algorithm was passed over; the framework skips an algorithm whose workspace it cannot allocate, so with no other error the GPU was out of memory (an unsupported input or a cuDNN/CUDA mismatch reads the same)");
             h.detail("library", "cudnn");
+            out.push(h);
+        }
+    }
+    // A CUDA library's handle creation checked against success (TensorFlow's `CHECK(cusolverDnCreate(&h) ==
+    // CUSOLVER_STATUS_SUCCESS) << "Failed to create cuSolverDN instance."`): the handle's memory could not be had.
+    if t.contains("_STATUS_SUCCESS") {
+        for c in handle_create_failed().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let (ls, le) = line_bounds(t, m.start(), m.end());
+            let (ns, ne) = near(t, ls, le, 2);
+            if existing.iter().any(|&(s, e)| s < ne && ns < e) || out.iter().any(|h| h.start < ne && ns < h.end) {
+                continue;
+            }
+            let line = &t[ls..le];
+            if prose().is_match(line) || listing().is_match(line) {
+                continue;
+            }
+            let start = ls + (line.len() - line.trim_start().len());
+            let end = message_end(t, le);
+            let mut h = Hit::new("generic.device-oom", start, end);
+            h.priority = 86;
+            h.phase = Some(Phase::Runtime);
+            h.platform = Some(Platform::Cuda);
+            h.space("device");
+            h.likely(NOT_INIT_HANDLE);
+            h.detail("handle_call", &c["call"]);
             out.push(h);
         }
     }
@@ -693,7 +779,11 @@ fn size_lines_end(t: &str, le: usize) -> usize {
         if line.len() > 200 || prose().is_match(line) {
             break;
         }
-        if crate::sizes::labeled(line, oomdoc_units::UnitStyle::Binary).sizes.iter().any(|l| l.key.is_some()) {
+        // Read with the lines above it: a list states its unit once, or in its largest figure only
+        // (XGBoost's "- Free memory: 11310923776" over "- Requested memory: 47996").
+        let keyed = |s: &str| crate::sizes::labeled(s, oomdoc_units::UnitStyle::Binary).sizes.iter().filter(|l| l.key.is_some()).count();
+        let ms = t[..le].rfind('\n').map_or(0, |i| i + 1);
+        if keyed(line) > 0 || keyed(&t[ms..ne]) > keyed(&t[ms..ns]) {
             end = ne;
         } else {
             // A heading between the message and its figures ("The following component could not be created: KV cache").
@@ -819,44 +909,58 @@ fn has_unit(v: &str) -> bool {
 fn place(t: &str, start: usize, end: usize) -> (Platform, Option<&'static str>) {
     let (ws, we) = near(t, start, end, 2);
     for scope in [&t[start..end], &t[ws..we]] {
-        let vendor = if w_cuda().is_match(scope) {
-            Some(Platform::Cuda)
-        } else if w_rocm().is_match(scope) {
-            Some(Platform::Rocm)
-        } else if w_xpu().is_match(scope) {
-            Some(Platform::Xpu)
-        } else if w_npu().is_match(scope) {
-            Some(Platform::Npu)
-        } else if w_metal().is_match(scope) {
-            Some(Platform::Metal)
-        } else if w_mps().is_match(scope) {
-            Some(Platform::Mps)
-        } else if w_tpu().is_match(scope) {
-            Some(Platform::Tpu)
-        } else {
-            // A device runtime's own calls or names (`RKNN`, `rknn_init`) name its platform.
-            device_runtime(scope)
-        };
-        let host = w_host().is_match(scope);
-        let device = w_device().is_match(scope);
-        match (vendor, host, device) {
-            (Some(p), false, _) | (Some(p), true, true) => return (p, Some("device")),
-            (None, true, false) => return (Platform::Cpu, Some("host")),
-            (None, false, true) => return (Platform::Other, Some("device")),
-            // A vendor word and a host word without a device word: the host side of that stack
-            // (pinned host memory, the CPU allocator of a GPU build) — say host.
-            (Some(_), true, false) => return (Platform::Cpu, Some("host")),
-            // Memory named as the device's ("Cannot malloc 49.0002 MB GPU memory", Paddle's
-            // allocator) is the device's, whatever verb allocates it.
-            (None, true, true) if w_device_memory().is_match(scope) => return (Platform::Other, Some("device")),
-            (None, true, true) => {}
-            (None, false, false) => {}
+        if let Some(found) = place_in(scope) {
+            // Device memory named beside host memory, no vendor: the lines around may name it (Cycles'
+            // "out of GPU and shared host memory" under its `cuCtxPushCurrent` errors).
+            if found == (Platform::Other, Some("device")) && w_host().is_match(scope) {
+                if let Some((p, Some("device"))) = place_in(&t[ws..we]) {
+                    return (p, Some("device"));
+                }
+            }
+            return found;
         }
     }
     if w_host_weak().is_match(&t[start..end]) {
         return (Platform::Cpu, Some("host"));
     }
     (Platform::Other, None)
+}
+
+/// Platform and memory space from the words of one scope, when they say.
+fn place_in(scope: &str) -> Option<(Platform, Option<&'static str>)> {
+    let vendor = if w_cuda().is_match(scope) {
+        Some(Platform::Cuda)
+    } else if w_rocm().is_match(scope) {
+        Some(Platform::Rocm)
+    } else if w_xpu().is_match(scope) {
+        Some(Platform::Xpu)
+    } else if w_npu().is_match(scope) {
+        Some(Platform::Npu)
+    } else if w_metal().is_match(scope) {
+        Some(Platform::Metal)
+    } else if w_mps().is_match(scope) {
+        Some(Platform::Mps)
+    } else if w_tpu().is_match(scope) {
+        Some(Platform::Tpu)
+    } else {
+        // A device runtime's own calls or names (`RKNN`, `rknn_init`) name its platform.
+        device_runtime(scope)
+    };
+    let host = w_host().is_match(scope);
+    let device = w_device().is_match(scope);
+    match (vendor, host, device) {
+        (Some(p), false, _) | (Some(p), true, true) => Some((p, Some("device"))),
+        (None, true, false) => Some((Platform::Cpu, Some("host"))),
+        (None, false, true) => Some((Platform::Other, Some("device"))),
+        // A vendor word and a host word without a device word: the host side of that stack
+        // (pinned host memory, the CPU allocator of a GPU build) — say host.
+        (Some(_), true, false) => Some((Platform::Cpu, Some("host"))),
+        // Memory named as the device's ("Cannot malloc 49.0002 MB GPU memory", Paddle's
+        // allocator) is the device's, whatever verb allocates it.
+        (None, true, true) if w_device_memory().is_match(scope) => Some((Platform::Other, Some("device"))),
+        (None, true, true) => None,
+        (None, false, false) => None,
+    }
 }
 
 /// The platform of a device runtime (one whose platform is a vendor's, not `Other` or the
@@ -1093,6 +1197,27 @@ mod tests {
         assert_eq!((h.details["status"].as_str(), h.platform), (Some("CUFFT_ALLOC_FAILED"), Some(Platform::Cuda)));
         // jax-ml/jax#5147: 11 is CUFFT_INVALID_DEVICE, not memory.
         assert!(all("E external/org_tensorflow/tensorflow/stream_executor/cuda/cuda_fft.cc:207] failed to create cuFFT batched plan:11").is_empty());
+    }
+
+    #[test]
+    fn members_printed_by_description_label_or_wrapper() {
+        // boostorg/compute#679 (Boost.Compute's opencl_error text for CL_MEM_OBJECT_ALLOCATION_FAILURE).
+        let h = one("  what():  Memory Object Allocation Failure").unwrap();
+        assert_eq!((h.id, h.memory_space.as_deref()), ("generic.device-oom", Some("device")));
+        // nihui/realcugan-ncnn-vulkan#19: VkResult -10 is VK_ERROR_TOO_MANY_OBJECTS, the allocation count.
+        let h = one("vkAllocateMemory failed -10").unwrap();
+        assert_eq!(h.confidence, Confidence::Likely);
+        // nvpro-samples/vk_gltf_renderer#4: the status after an error label, inside the reporter's sentence.
+        assert!(one(r"when I try to load big scene and if data not fit to memory, I have red message nvpro_core\nvvk\memallocator_vma_vk.inl(142): Vulkan Error : VK_ERROR_OUT_OF_DEVICE_MEMORY and program exit.").is_some());
+        // jzhangbs/Vis-MVSNet#38: cuSOLVER's INTERNAL_ERROR (7) where it creates its handle: likely.
+        let h = one("RuntimeError: cusolver error: 7, when calling `cusolverDnCreate(handle)`").unwrap();
+        assert_eq!((h.platform, h.confidence), (Some(Platform::Cuda), Confidence::Likely));
+        // agis85/multimodal_segmentation#14: TensorFlow's CHECK on the handle's creation.
+        let h = one("Check failed: cusolverDnCreate(&cusolver_dn_handle) == CUSOLVER_STATUS_SUCCESS Failed to create cuSolverDN instance.").unwrap();
+        assert_eq!(h.confidence, Confidence::Likely);
+        // ROCm/legacy-rocm-build#1483 and mindspore-ai/mindspore#172: page-locked host allocations are host memory.
+        let h = one("[ERROR] MD(14433,7fea2effd700,python):2021-12-12-14:13:43.932.181 [mindspore/ccsrc/minddata/dataset/util/arena.cc:250] Init] cudaHostAlloc failed, ret[2], out of memory").unwrap();
+        assert_eq!(h.memory_space.as_deref(), Some("host"));
     }
 
     #[test]

@@ -71,7 +71,8 @@ grammar!(cuda_error_fn, r"(?:CUDA|ROCm|HIP|MUSA) error: out of memory\s+current 
 grammar!(cuda_error_old, r"CUDA error 2 at (?P<loc>[^\s]*ggml-cuda\.cu:\d+): out of memory");
 // Ollama reports the runner's last error line: `llama runner process has terminated: CUDA error: out of memory`.
 grammar!(runner_oom, r"(?:llama runner|llama-server) process has terminated: (?:exit status \S+: )?(?P<dev>CUDA|ROCm|HIP|cudaMalloc failed:) (?:error: )?out of memory");
-grammar!(context_pool, r"(?P<func>ggml_\w+): not enough space in the context's memory pool \(needed (?P<need>[0-9]+), available (?P<avail>[0-9]+)\)");
+// (An issue title keeps it without the parentheses: "memory pool,needed N, available N".)
+grammar!(context_pool, r"(?P<func>ggml_\w+): not enough space in the context's memory pool\s*(?:\(|,\s*)needed (?P<need>[0-9]+), available (?P<avail>[0-9]+)\)?");
 grammar!(alloc_buffer, r#"(?P<func>ggml_\w+): not enough space in the buffer(?: \(needed (?P<need>\d+), largest block available (?P<lb>\d+)\)| to allocate (?:(?P<need3>\d+) bytes, largest block available (?P<lb3>\d+) bytes|[^\s(]+ \(needed (?P<need2>\d+), available (?P<avail>\d+)\)))(?:[ \t]*\r?\n[^\n]*?GGML_ASSERT[^\n]*?"not enough space in the buffer"\)?)?"#);
 grammar!(context_buffer, r"GGML_ASSERT: [^\n]*?ggml\.c:\d+: ctx->mem_buffer != NULL|ggml\.c:\d+: GGML_ASSERT\(ctx->mem_buffer != NULL\) failed");
 // Ollama 0.1.4-0.1.17 (llm/llama.go, read at tags v0.1.4, v0.1.10 and v0.1.17; gone at v0.1.18): when the runner

@@ -27,6 +27,7 @@ grammar!(bfc_sum, r"Sum Total of in-use chunks:\s+(?P<v>{SZ})");
 grammar!(bfc_op, r"requested by op\s*(?P<op>[^\s\n]*)");
 grammar!(driver, r"failed to allocate\s+(?P<h>{SZ})(?:\s+\((?P<b>\d+) bytes\))?\s+from device:\s*(?P<err>CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory|hipErrorOutOfMemory|hipError_t\(1002\))");
 grammar!(cubin, r"Failed to load in-memory CUBIN[^\n]{0,200}?CUDA_ERROR_OUT_OF_MEMORY");
+grammar!(pinned_call, r"\b(?:cudaHostAlloc|cudaMallocHost|cudaHostRegister|cuMemHostAlloc|cuMemAllocHost|cuMemHostRegister|hipHostMalloc|hipMallocHost|hipHostAlloc|hipHostRegister)\b");
 grammar!(bare_cuda_oom, r"CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory|\bhipErrorOutOfMemory\b");
 grammar!(masked, r"CUDNN_STATUS_(?:EXECUTION_FAILED|INTERNAL_ERROR|ALLOC_FAILED|NOT_INITIALIZED)|Failed to determine best cudnn convolution algorithm|cudaErrorMemoryAllocation|Failed to get convolution (?:algorithm|plans)\. This is probably because (?:cuDNN|MIOpen) failed to initialize");
 // TensorFlow's own line when cuDNN's runtime is older than the one it was built with
@@ -202,7 +203,8 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         let mut h = Hit::new("cuda.driver-oom", m.start(), m.end());
         h.platform = Some(if m.as_str().starts_with("CUDA") { Platform::Cuda } else { Platform::Rocm });
         h.phase = Some(Phase::Runtime);
-        h.space("device");
+        // Returned by a page-locked host allocation (`hipHostRegister returns 2`, `cuMemHostAlloc`): host memory.
+        h.space(if pinned_call().is_match(window_before(t, m.start(), 300)) { "host" } else { "device" });
         h.detail("driver_error", m.as_str().to_string());
         h.priority = 40;
         hits.push(h);

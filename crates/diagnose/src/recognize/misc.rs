@@ -11,6 +11,10 @@ use oomdoc_kb::{Phase, Platform};
 // tt-metal `BankManager::allocate_buffer`: "Out of Memory: Not enough space to allocate {} B {} buffer across {} banks, ..."
 // with the buffer type of `BufferType` (`DRAM`, `L1`, `L1_SMALL`, `TRACE`); a title may drop the size and the banks.
 grammar!(tt_l1, r"Not enough space to allocate (?:(?P<req>\d+) B )?(?P<kind>DRAM|L1(?:_SMALL)?|TRACE|SYSTEM_MEMORY|\w+) buffer(?: across (?P<banks>\d+) banks?, where each bank needs to store (?P<per>\d+) B(?:, but bank size is (?:only )?(?P<size>\d+) B(?: \(allocated: (?P<alloc>\d+) B, free: (?P<free>\d+) B, largest free block: (?P<lfb>\d+) B\))?)?)?");
+// Older tt-metal builds printed TT_THROW's format string unformatted, with each argument on a line of its own
+// after it (tenstorrent/tt-metal#7933: `... {} B {} buffer across {} banks, where each bank needs to store {} B`,
+// then `148897792`, `DRAM`, `8`, `18612224`; a paste may join the first to the message's line).
+grammar!(tt_l1_unformatted, r"Not enough space to allocate \{\} B \{\} buffer across \{\} banks, where each bank needs to store \{\} B\s*(?P<req>\d+)[ \t]*\r?\n\s*(?P<kind>DRAM|L1(?:_SMALL)?|TRACE|SYSTEM_MEMORY|\w+)[ \t]*\r?\n\s*(?P<banks>\d+)[ \t]*\r?\n\s*(?P<per>\d+)\b");
 // tt-metal `Program::validate_circular_buffer_region`: the program's statically allocated circular buffers
 // (growing down from the top of L1) reach the L1 buffers (growing up). Wording as the maintainers quote it
 // in tenstorrent/tt-metal#28835; not re-read at a tag (the repository is too large to fetch here).
@@ -183,7 +187,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         }
     }
     if has(t, "Not enough space to allocate") {
-        for c in tt_l1().captures_iter(t) {
+        for c in tt_l1().captures_iter(t).chain(tt_l1_unformatted().captures_iter(t)) {
             let m = c.get(0).unwrap();
             let mut h = Hit::new("tenstorrent.l1", m.start(), m.end());
             let num = |g: &str| c.name(g).and_then(|v| v.as_str().parse::<u64>().ok());

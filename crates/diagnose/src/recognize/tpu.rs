@@ -22,8 +22,9 @@ grammar!(early_abort, r"Aborting compilation early because it's unlikely to have
 grammar!(tc_sc, r"TPU TensorCore Hbm usage:?\s*(?P<tc>{SZ}),\s*SparseCore Hbm usage:?\s*(?P<sc>{SZ}),\s*exceeding available bytes:?\s*(?P<limit>{SZ})");
 grammar!(alloc_exceeds, r"Allocation \(size=(?P<req>\d+)\) would exceed memory \(size=(?P<cap>\d+)\)(?:\s*::\s*#(?P<alloc>allocation\d+)\s*\[shape\s*=\s*'(?P<shape>[^']*)',\s*space=(?P<space>\w+)(?:,\s*\w+)*,\s*size\s*=\s*(?P<hex>0x[0-9a-fA-F]+),\s*tag\s*=\s*'(?P<tag>[^']*)'\s*\](?:\s*::\s*(?P<instr><[^>]*>|\S+))?)?");
 grammar!(device_buffer, r"(?:Error allocating device buffer:\s*)?Attempting to allocate\s+(?P<req>{SZ})\.\s+That was not possible\.\s+There (?:are|is)\s+(?P<free>{SZ})\s+free\.?(?:;?\s*\((?P<dev>[0-9x]+_HBM\d+)\))?");
-grammar!(program_load, r"Error loading program(?:\s+'(?P<prog>[^']+)')?:\s*Attempting to (?P<verb>reserve|allocate)\s+(?P<req>{SZ})(?:\s+at the bottom of memory)?\.\s+That was not possible\.\s+There (?:are|is)\s+(?P<free>{SZ})\s+free(?:,\s+(?P<res>{SZ})\s+reserved,\s+and\s+(?P<resv>{SZ})\s+reservable)?");
-grammar!(reserve_bottom, r"Attempting to reserve\s+(?P<req>{SZ})\s+at the bottom of memory\.\s+That was not possible\.\s+There (?:are|is)\s+(?P<free>{SZ})\s+free(?:,\s+(?P<res>{SZ})\s+reserved,\s+and\s+(?P<resv>{SZ})\s+reservable)?");
+// (A report may end the message at "That was not possible.": the free figures are then unknown.)
+grammar!(program_load, r"Error loading program(?:\s+'(?P<prog>[^']+)')?:\s*Attempting to (?P<verb>reserve|allocate)\s+(?P<req>{SZ})(?:\s+at the bottom of memory)?\.\s+That was not possible\.(?:\s+There (?:are|is)\s+(?P<free>{SZ})\s+free(?:,\s+(?P<res>{SZ})\s+reserved,\s+and\s+(?P<resv>{SZ})\s+reservable)?)?");
+grammar!(reserve_bottom, r"Attempting to reserve\s+(?P<req>{SZ})\s+at the bottom of memory\.\s+That was not possible\.(?:\s+There (?:are|is)\s+(?P<free>{SZ})\s+free(?:,\s+(?P<res>{SZ})\s+reserved,\s+and\s+(?P<resv>{SZ})\s+reservable)?)?");
 grammar!(could_not_alloc, r"Could not allocate\s+(?P<req>\d+)\s+bytes\s+in memory\s+(?P<dev>\S+?);\s*(?P<allocatable>\d+)\s+bytes allocatable,\s*(?P<avail>\d+)\s+bytes available");
 grammar!(hbm_capacity, r"HBM capacity\s+(?P<total>{SZ}):");
 grammar!(xrt_line, r"(?m)^\s*(?P<k>Top-of-Memory reserved|Currently allocated|Program requirement|Available after request):\s+(?P<v>-?{SZ})");

@@ -68,6 +68,7 @@ pub const RUNTIMES: &[Runtime] = &[
     Runtime { id: "cudnn", platform: Platform::Cuda, calls: r"(?i:\bcudnn)\w*" },
     Runtime { id: "cublas", platform: Platform::Cuda, calls: r"(?i:\bcublas)\w*" },
     Runtime { id: "cufft", platform: Platform::Cuda, calls: r"(?i:\bcufft)\w*" },
+    Runtime { id: "npp", platform: Platform::Cuda, calls: r"\bnppi?[A-Z]\w*|\bNPP\w*|\bnpp[is]_\w+" },
     Runtime { id: "curand", platform: Platform::Cuda, calls: r"(?i:\bcurand)\w*" },
     Runtime { id: "cusolver", platform: Platform::Cuda, calls: r"(?i:\bcusolver)\w*" },
     Runtime { id: "cusparse", platform: Platform::Cuda, calls: r"(?i:\bcusparse)\w*" },
@@ -82,11 +83,12 @@ pub const RUNTIMES: &[Runtime] = &[
     Runtime { id: "windows", platform: Platform::Other, calls: r"\bHRESULT\b|\bhr\b|\bWinError\b|\bos error\b|\bD3D12\w*|\bDXGI\w*|\bDirectML\b|\bDML\w*" },
     Runtime { id: "aws-neuron", platform: Platform::Other, calls: r"\bnrt_\w+|\bNRT\b|\bNRT_\w+|\bneuron\w*|\bNeuron\w*" },
     Runtime { id: "ascend-acl", platform: Platform::Npu, calls: r"\bacl[a-z]*[A-Z]\w*|\bACL_\w+|\bAscend\b|\bnpu\w*" },
-    Runtime { id: "rknn", platform: Platform::Npu, calls: r"\brknn_\w+|\bRKNN\w*|\brknpu\w*" },
+    Runtime { id: "rknn", platform: Platform::Npu, calls: r"\brknn_\w+|\bRKNN\w*|\brknpu\w*|\brockchip\w*|\bRockchip\b|\bmpp\b" },
     Runtime { id: "metal", platform: Platform::Metal, calls: r"\bMTL\w+|\bMetal\b|\bkIOGPU\w+" },
     Runtime { id: "onednn", platform: Platform::Cpu, calls: r"\bdnnl_\w+|\boneDNN\b" },
     Runtime { id: "posix", platform: Platform::Cpu, calls: r"\berrno\b|\bmmap\b|\bmalloc\b|\bposix_memalign\b" },
     Runtime { id: "java", platform: Platform::Cpu, calls: r"\bjava\.lang\.\w+" },
+    Runtime { id: "dotnet", platform: Platform::Cpu, calls: r"\bSystem\.\w+|\.NET\b" },
     Runtime { id: "duckdb", platform: Platform::Cpu, calls: r"\bduckdb\w*" },
     Runtime { id: "arrow", platform: Platform::Cpu, calls: r"\bpyarrow\w*|\barrow\b" },
 ];
@@ -118,14 +120,24 @@ const ONEDNN: &str = "https://intel.com/content/www/us/en/docs/onednn/developer-
 const ERRNO: &str = "https://man7.org/linux/man-pages/man3/errno.3.html (ENOMEM, 12 on Linux: asm-generic/errno-base.h)";
 const DUCKDB: &str = "duckdb/duckdb:src/common/exception.cpp (ExceptionType::OUT_OF_MEMORY printed as \"Out of Memory Error\"; Python class OutOfMemoryException)";
 const ARROW: &str = "apache/arrow:cpp/src/arrow/status.h (StatusCode::OutOfMemory; Python pyarrow.lib.ArrowMemoryError)";
+const VULKAN_HEADER: &str = "KhronosGroup/Vulkan-Headers:include/vulkan/vulkan_core.h@v1.4.359 (VkResult)";
+const CUSOLVER_PXD: &str = "NVIDIA/nvmath-python:nvmath/bindings/cycusolver.pxd@v0.9.0 (cusolverStatus_t, as cusolver_common.h)";
+const CUFFT_PXD: &str = "NVIDIA/nvmath-python:nvmath/bindings/cycufft.pxd@v0.9.0 (cufftResult, as cufft.h)";
+const NPP: &str = "kunzmi/managedCuda:NPP/NPPTypes.cs@1886172aad60647c56614fe5971fbb420e7c8415 (NppStatus, as nppdefs.h: NPP_MEMORY_ALLOCATION_ERR = -9)";
+const MANAGEDCUDA: &str = "kunzmi/managedCuda:ManagedCUDA/BasicTypesEnum.cs@1886172aad60647c56614fe5971fbb420e7c8415 (CUResult, .NET names of CUresult: ErrorOutOfMemory = 2)";
+/// .NET's exception of the same name as DuckDB's Python class.
+pub const DOTNET_OOM: &str = "https://learn.microsoft.com/en-us/dotnet/api/system.outofmemoryexception (System.OutOfMemoryException: not enough memory to continue the execution of a program)";
 const JAVA: &str = "https://docs.oracle.com/en/java/javase/17/troubleshoot/troubleshooting-memory-leaks.html (java.lang.OutOfMemoryError details)";
 
 const NOT_INIT: &str = "the library could not create its handle; with no other error, that is the GPU out of memory when the library initialises";
 const CUDNN_CTX: &str = "cuDNN reports an allocation it could not make inside a kernel call this way; a memory line near it says it was memory";
+const CUDNN_CTX_FFT: &str = "cuFFT reports a work area it could not allocate during planning this way; a memory line near it says it was memory (on its own it is also a CUDA/cuFFT version mismatch)";
 const CL_RES: &str = "CL_OUT_OF_RESOURCES is any device resource the OpenCL implementation could not allocate; device memory is the usual one";
 const UR_RES: &str = "UR_RESULT_ERROR_OUT_OF_RESOURCES is any resource the SYCL/Unified Runtime adapter could not allocate; device memory is the usual one";
 const HSA: &str = "ROCm/ROCR-Runtime:src/inc/hsa.h (hsa_status_t: HSA_STATUS_ERROR_OUT_OF_RESOURCES = 0x1008, 'The HSA runtime failed to allocate the necessary resources'), read in the code index's copies, not at a tag";
 const HSA_RES: &str = "HSA_STATUS_ERROR_OUT_OF_RESOURCES: the ROCm (HSA) runtime could not allocate a resource (device or host memory, or the threads and OS events it creates); memory is the usual one";
+const VK_OBJECTS: &str = "VK_ERROR_TOO_MANY_OBJECTS from vkAllocateMemory: the driver's count of memory allocations (maxMemoryAllocationCount) is used up; many small allocations, or memory not freed, reach it before the bytes run out";
+const HANDLE_INTERNAL: &str = "the library's status is an internal error; where it fails creating its handle, which allocates device memory, with no other error that is the GPU out of memory (a driver or library mismatch reads the same)";
 const NRT_RES: &str = "NRT_RESOURCE: the Neuron runtime could not allocate a resource for the operation; device memory is the usual one";
 
 use Meaning::{Likely, NotMemory, Oom};
@@ -144,6 +156,11 @@ pub const MEMBERS: &[Member] = &[
     Member { runtime: "cufft", name: "CUFFT_ALLOC_FAILED", value: Some(2), space: Device, meaning: Oom, source: CUFFT, checked: true },
     Member { runtime: "curand", name: "CURAND_STATUS_ALLOCATION_FAILED", value: Some(102), space: Device, meaning: Oom, source: CURAND, checked: true },
     Member { runtime: "cusolver", name: "CUSOLVER_STATUS_ALLOC_FAILED", value: Some(2), space: Device, meaning: Oom, source: CUSOLVER, checked: true },
+    Member { runtime: "cusolver", name: "CUSOLVER_STATUS_NOT_INITIALIZED", value: Some(1), space: Device, meaning: Likely { reason: NOT_INIT, needs_memory_context: false }, source: CUSOLVER_PXD, checked: true },
+    Member { runtime: "cusolver", name: "CUSOLVER_STATUS_INTERNAL_ERROR", value: Some(7), space: Device, meaning: Likely { reason: HANDLE_INTERNAL, needs_memory_context: true }, source: CUSOLVER_PXD, checked: true },
+    Member { runtime: "cufft", name: "CUFFT_INTERNAL_ERROR", value: Some(5), space: Device, meaning: Likely { reason: CUDNN_CTX_FFT, needs_memory_context: true }, source: CUFFT_PXD, checked: true },
+    Member { runtime: "npp", name: "NPP_MEMORY_ALLOCATION_ERR", value: Some(-9), space: Device, meaning: Oom, source: NPP, checked: true },
+    Member { runtime: "cuda-driver", name: "ErrorOutOfMemory", value: None, space: Device, meaning: Oom, source: MANAGEDCUDA, checked: true },
     Member { runtime: "cusparse", name: "CUSPARSE_STATUS_ALLOC_FAILED", value: Some(2), space: Device, meaning: Oom, source: CUSPARSE, checked: true },
     Member { runtime: "hip", name: "hipErrorOutOfMemory", value: Some(2), space: Device, meaning: Oom, source: HIP, checked: true },
     Member { runtime: "hip", name: "hipErrorMemoryAllocation", value: Some(2), space: Device, meaning: Oom, source: HIP, checked: true },
@@ -159,6 +176,8 @@ pub const MEMBERS: &[Member] = &[
     Member { runtime: "unified-runtime", name: "UR_RESULT_ERROR_DEVICE_LOST", value: Some(20), space: Device, meaning: NotMemory, source: UNIFIED_RUNTIME, checked: true },
     Member { runtime: "vulkan", name: "VK_ERROR_OUT_OF_HOST_MEMORY", value: Some(-1), space: Host, meaning: Oom, source: VULKAN, checked: true },
     Member { runtime: "vulkan", name: "VK_ERROR_OUT_OF_DEVICE_MEMORY", value: Some(-2), space: Device, meaning: Oom, source: VULKAN, checked: true },
+    Member { runtime: "vulkan", name: "VK_ERROR_TOO_MANY_OBJECTS", value: Some(-10), space: Device, meaning: Likely { reason: VK_OBJECTS, needs_memory_context: false }, source: VULKAN_HEADER, checked: true },
+    Member { runtime: "vulkan", name: "VK_ERROR_MEMORY_MAP_FAILED", value: Some(-5), space: Device, meaning: NotMemory, source: VULKAN_HEADER, checked: true },
     Member { runtime: "vulkan", name: "VK_ERROR_DEVICE_LOST", value: Some(-4), space: Device, meaning: NotMemory, source: VULKAN, checked: true },
     Member { runtime: "vulkan", name: "VK_ERROR_INITIALIZATION_FAILED", value: Some(-3), space: Device, meaning: NotMemory, source: VULKAN, checked: true },
     Member { runtime: "opencl", name: "CL_MEM_OBJECT_ALLOCATION_FAILURE", value: Some(-4), space: Device, meaning: Oom, source: OPENCL, checked: true },
@@ -190,6 +209,18 @@ pub const MEMBERS: &[Member] = &[
     Member { runtime: "java", name: "OutOfMemoryError", value: None, space: Host, meaning: Oom, source: JAVA, checked: false },
     Member { runtime: "duckdb", name: "OutOfMemoryException", value: None, space: Host, meaning: Oom, source: DUCKDB, checked: false },
     Member { runtime: "arrow", name: "ArrowMemoryError", value: None, space: Host, meaning: Oom, source: ARROW, checked: false },
+];
+
+/// The text a runtime or its wrapper prints for a member instead of its name (a string table
+/// of the runtime's own, an exception message of a binding), with where that table is. The
+/// generic layer reads it as the member: (member, printed text, source).
+pub const DESCRIPTIONS: &[(&str, &str, &str)] = &[
+    // Boost.Compute's `opencl_error::to_string` (and the Khronos C++ bindings' style) spell the status out.
+    ("CL_MEM_OBJECT_ALLOCATION_FAILURE", "memory object allocation failure", "boostorg/compute:include/boost/compute/exception/opencl_error.hpp@boost-1.87.0 (case CL_MEM_OBJECT_ALLOCATION_FAILURE: return \"Memory Object Allocation Failure\")"),
+    // FormatMessage's text for ERROR_OUTOFMEMORY (14), which `E_OUTOFMEMORY` (0x8007000E) wraps.
+    ("E_OUTOFMEMORY", "not enough memory resources are available to complete this operation", "https://learn.microsoft.com/en-us/windows/win32/debug/system-error-codes--0-499- (ERROR_OUTOFMEMORY 14: \"Not enough memory resources are available to complete this operation.\")"),
+    // ManagedCuda throws this NPPException when `nppiMalloc_*` returns no pointer (NPPImage_*.cs constructors).
+    ("NPP_MEMORY_ALLOCATION_ERR", "device allocation error", "kunzmi/managedCuda:NPP/NPPImage_8uC1.cs@1886172aad60647c56614fe5971fbb420e7c8415 (throw new NPPException(\"Device allocation error\", null) after nppiMalloc)"),
 ];
 
 /// What host runtimes call their own memory when it runs out: names that make an
