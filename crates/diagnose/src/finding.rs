@@ -275,7 +275,7 @@ pub struct FixOut {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub measured: Option<Measured>,
     /// The family-level entry this fix is borrowed from (`generic.device-oom`, …) when the
-    /// failure's own entry has no fix of this kind and public threads show it often works
+    /// failure's own entry has no fix of this kind that fits the case and public threads show it often works
     /// for failures of this memory; absent for the entry's own fixes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub from_family: Option<String>,

@@ -310,8 +310,8 @@ pub fn measured_words(category: &str, m: crate::finding::Measured, lang: Lang) -
 /// The note under a fix borrowed from the memory's family-level entry (`from_family`).
 fn family_words(lang: Lang) -> &'static str {
     match lang {
-        Lang::Zh => "通用建议：此类失败的专门条目没有这类修复，而公开讨论表明它对同类内存失败常常有效",
-        Lang::En => "general advice: this failure's entry has no fix of this kind, and public threads show it often fixes failures of this memory",
+        Lang::Zh => "通用建议：此类失败的专门条目中没有适合本例的这类修复，而公开讨论表明它对同类内存失败常常有效",
+        Lang::En => "general advice: this failure's entry has no fix of this kind that fits this case, and public threads show it often fixes failures of this memory",
     }
 }
 
