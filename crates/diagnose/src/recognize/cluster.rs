@@ -179,6 +179,18 @@ grammar!(oomd_unit, r"(?P<unit>[\w@.\-]+): systemd-oomd killed (?P<n>\d+) proces
 grammar!(colab, r"[Yy]our session crashed after using all available RAM\.?|Your notebook tried to allocate more memory than is available\.(?: It has restarted\.?)?");
 grammar!(kernel_died, r"(?:Kernel Restarting\s+)?The kernel (?:for [^\n]{1,200} )?appears to have died\.(?: It will restart automatically\.?)?|KernelRestarter: restarting kernel \(\d+/\d+\)(?:, (?:keep|new) random ports)?");
 
+/// What Ray's kill message says of the node (`Memory on the node (…) … was U / T (F), which
+/// exceeds the memory usage threshold of X`), read from [`ray_task`] or [`ray_node_detail`].
+fn ray_node_memory(h: &mut Hit, c: &regex::Captures) {
+    h.cap_size(SizeKey::Used, c, "used").cap_size(SizeKey::Total, c, "total");
+    if let Some(v) = c.name("task") {
+        h.detail("task_memory_used", v.as_str());
+    }
+    if let Some(v) = c.name("thr").and_then(|v| v.as_str().parse::<f64>().ok()) {
+        h.detail("usage_threshold", v);
+    }
+}
+
 fn host(id: &'static str, start: usize, end: usize) -> Hit {
     Hit::new(id, start, end).on(Platform::Cpu).during(Phase::Runtime).in_space("host").ranked(18)
 }
@@ -261,13 +273,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         for c in ray_task().captures_iter(t) {
             let m = c.get(0).unwrap();
             let mut h = host("cluster.ray-memory-monitor", m.start(), m.end());
-            h.cap_size(SizeKey::Used, &c, "used").cap_size(SizeKey::Total, &c, "total");
-            if let Some(v) = c.name("task") {
-                h.detail("task_memory_used", v.as_str());
-            }
-            if let Some(v) = c.name("thr").and_then(|v| v.as_str().parse::<f64>().ok()) {
-                h.detail("usage_threshold", v);
-            }
+            ray_node_memory(&mut h, &c);
             hits.push(h);
         }
     }
@@ -278,11 +284,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                 continue;
             }
             let mut h = host("cluster.ray-memory-monitor", m.start(), m.end());
-            h.cap_size(SizeKey::Used, &c, "used").cap_size(SizeKey::Total, &c, "total");
-            if let Some(v) = c.name("task") {
-                h.detail("task_memory_used", v.as_str());
-            }
-            h.detail("usage_threshold", c["thr"].parse::<f64>().ok());
+            ray_node_memory(&mut h, &c);
             hits.push(h);
         }
     }

@@ -240,7 +240,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         let (ls, le) = line_bounds(t, m.start(), m.end());
         // Anything a family grammar already claimed nearby is that family's message.
         let (ns, ne) = near(t, ls, le, 2);
-        if existing.iter().any(|&(s, e)| s < ne && ns < e) {
+        if claimed(&existing, &[], ns, ne) {
             continue;
         }
         // A runtime status named nearby is the same failure: its words only add sizes.
@@ -519,7 +519,7 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
     for (start, end, member, vs, ve, adjacent) in seen {
         let (ls, le) = line_bounds(t, start, end);
         let (ns, ne) = near(t, ls, le, 2);
-        if existing.iter().any(|&(s, e)| s < ne && ns < e) {
+        if claimed(&existing, &[], ns, ne) {
             continue;
         }
         let line = &t[ls..le];
@@ -633,22 +633,17 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
         for m in no_cudnn_algo().find_iter(t) {
             let (ls, le) = line_bounds(t, m.start(), m.end());
             let (ns, ne) = near(t, ls, le, 2);
-            if existing.iter().any(|&(s, e)| s < ne && ns < e) || out.iter().any(|h| h.start < ne && ns < h.end) {
+            if claimed(&existing, &out, ns, ne) {
                 continue;
             }
             let line = &t[ls..le];
             if prose().is_match(line) || code().is_match(line) || quoted(t, ls, m.start(), le) {
                 continue;
             }
-            let start = ls + (line.len() - line.trim_start().len());
-            let end = message_end(t, le);
             // The convolution autotuner found no algorithm that fits: cuDNN's own memory, as for
             // the masked cuDNN statuses.
-            let mut h = Hit::new("xla-gpu.masked-cudnn", start, end);
-            h.priority = 86;
-            h.phase = Some(Phase::Runtime);
+            let mut h = disguised("xla-gpu.masked-cudnn", t, ls, le);
             h.platform = Some(Platform::Cuda);
-            h.space("device");
             h.likely("every cuDNN algorithm was passed over; the framework skips an algorithm whose workspace it cannot allocate, so with no other error the GPU was out of memory (an unsupported input or a cuDNN/CUDA mismatch reads the same)");
             h.detail("library", "cudnn");
             out.push(h);
@@ -661,20 +656,15 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
             let m = c.get(0).unwrap();
             let (ls, le) = line_bounds(t, m.start(), m.end());
             let (ns, ne) = near(t, ls, le, 2);
-            if existing.iter().any(|&(s, e)| s < ne && ns < e) || out.iter().any(|h| h.start < ne && ns < h.end) {
+            if claimed(&existing, &out, ns, ne) {
                 continue;
             }
             let line = &t[ls..le];
             if prose().is_match(line) || listing().is_match(line) {
                 continue;
             }
-            let start = ls + (line.len() - line.trim_start().len());
-            let end = message_end(t, le);
-            let mut h = Hit::new("generic.device-oom", start, end);
-            h.priority = 86;
-            h.phase = Some(Phase::Runtime);
+            let mut h = disguised("generic.device-oom", t, ls, le);
             h.platform = Some(Platform::Cuda);
-            h.space("device");
             h.likely(NOT_INIT_HANDLE);
             h.detail("handle_call", &c["call"]);
             out.push(h);
@@ -685,7 +675,7 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
         let m = c.get(0).unwrap();
         let (ls, le) = line_bounds(t, m.start(), m.end());
         let (ns, ne) = near(t, ls, le, 2);
-        if existing.iter().any(|&(s, e)| s < ne && ns < e) || out.iter().any(|h| h.start < ne && ns < h.end) {
+        if claimed(&existing, &out, ns, ne) {
             continue;
         }
         let line = &t[ls..le];
@@ -696,16 +686,12 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
             continue; // a stated status decides (read above when it is a memory one)
         }
         let call = c.name("call").or(c.name("call2")).map_or("", |m| m.as_str());
-        let start = ls + (line.len() - line.trim_start().len());
-        let end = message_end(t, le);
-        let mut h = Hit::new("generic.device-oom", start, end);
-        h.priority = 86;
-        h.phase = Some(Phase::Runtime);
+        let mut h = disguised("generic.device-oom", t, ls, le);
+        let (start, end) = (h.start, h.end);
         h.platform = Some(match place(t, start, end) {
             (p, _) if p != Platform::Cpu => p,
             _ => Platform::Other,
         });
-        h.space("device");
         h.likely("the runtime's device allocation call failed without saying why; lack of device memory is the usual reason");
         h.detail("allocation_call", call);
         sizes(&t[start..end], &mut h);
@@ -1001,6 +987,24 @@ fn next_line(t: &str, le: usize) -> Option<(usize, usize)> {
     let s = le + 1;
     let e = t[s..].find('\n').map_or(t.len(), |i| s + i);
     Some((s, e))
+}
+
+/// A device failure this layer reads in disguise on the line `ls..le` (a library status, a
+/// handle check or an allocation call that says no more): from the line's first word to the
+/// message's end, ranked after the named statuses (85).
+fn disguised(id: &'static str, t: &str, ls: usize, le: usize) -> Hit {
+    let line = &t[ls..le];
+    let mut h = Hit::new(id, ls + (line.len() - line.trim_start().len()), message_end(t, le));
+    h.priority = 86;
+    h.phase = Some(Phase::Runtime);
+    h.space("device");
+    h
+}
+
+/// Whether `s..e` overlaps a span a family grammar claimed (`existing`) or a hit this layer
+/// read already (`read`): a message near either is theirs.
+fn claimed(existing: &[(usize, usize)], read: &[Hit], s: usize, e: usize) -> bool {
+    existing.iter().any(|&(hs, he)| hs < e && s < he) || read.iter().any(|h| h.start < e && s < h.end)
 }
 
 /// The span of `n` lines before and after a line span.

@@ -340,13 +340,7 @@ fn system_allocators(t: &str, hits: &mut Vec<Hit>) {
             h.priority = 14;
             h.detail("allocator", "macOS libmalloc (mach_vm_map)").detail("kern_return", c["code"].parse::<u64>().ok());
             if let Ok(n) = c["n"].parse::<u64>() {
-                let p = oomdoc_units::PrintedSize { bytes: n, text: format!("{n}"), exact: true };
-                match crate::sizes::plausible(&p) {
-                    None => {
-                        h.bytes(SizeKey::Requested, n, format!("{n}"));
-                    }
-                    Some(note) => h.size_notes.push(format!("{note} (requested)")),
-                }
+                h.plausible_bytes(SizeKey::Requested, n);
             }
             hits.push(h);
         }
@@ -503,13 +497,7 @@ fn allocators(t: &str, hits: &mut Vec<Hit>) {
             h.priority = 25;
             h.detail("allocator", "arrow");
             if let Ok(n) = c["n"].parse::<u64>() {
-                let p = oomdoc_units::PrintedSize { bytes: n, text: format!("{n}"), exact: true };
-                match crate::sizes::plausible(&p) {
-                    None => {
-                        h.bytes(SizeKey::Requested, n, format!("{n}"));
-                    }
-                    Some(note) => h.size_notes.push(format!("{note} (requested)")),
-                }
+                h.plausible_bytes(SizeKey::Requested, n);
             }
             hits.push(h);
         }

@@ -194,6 +194,20 @@ impl Hit {
         self.put(key, PrintedSize { bytes, text, exact: true })
     }
 
+    /// A bare byte count the message prints (`malloc of size N failed`), which no unit vouches
+    /// for: one no memory has (an overflow, two numbers run together) becomes a note instead
+    /// ([`crate::sizes::plausible`]).
+    pub fn plausible_bytes(&mut self, key: SizeKey, bytes: u64) -> &mut Self {
+        let p = PrintedSize { bytes, text: bytes.to_string(), exact: true };
+        match crate::sizes::plausible(&p) {
+            None => self.put(key, p),
+            Some(note) => {
+                self.size_notes.push(format!("{note} ({})", key.name()));
+                self
+            }
+        }
+    }
+
     pub fn get(&self, key: SizeKey) -> Option<u64> {
         self.sizes.iter().find(|(k, _)| *k == key).map(|(_, p)| p.bytes)
     }
