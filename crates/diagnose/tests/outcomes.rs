@@ -587,16 +587,18 @@ fn outcomes() {
     assert!(in_corpus.len() <= CEILING_CONTRADICTIONS, "first fixes that contradict the thread:\n{}", in_corpus.join("\n"));
 }
 
-// Measured 2026-11-26 on the 409 corpus records (each record's own thread held out of the
+// Measured 2026-11-26 on the 516 corpus records (each record's own thread held out of the
 // entry's, family's, memory group's and corpus's counts, and of the known regressions): see the
-// README's "Advice measured" for the figures of the commit. The 362 records before
-// e-corpus.jsonl's 47 gave detected 328, fix 1 181 (55%), among 1-3 269-271 (82%), harmful 29;
-// the new threads were harder (PyTorch CUDA OOMs fixed by code, version or hardware changes,
-// compiler OOMs fixed by a bigger machine). The floors follow the corpus as committed, a point
-// or two below so that records added do not fail the test by themselves; worse advice does.
-// The held-out sets (c-heldout.jsonl, d-heldout-*.jsonl) are reported, not asserted: no floor is fitted to them.
+// README's "Advice measured" for the figures of the commit. The 409 records before session 6
+// gave detected 377, fix 1 204 (54%), among 1-3 309 (82%), harmful 30; the 107 records then
+// promoted from the three older held-out sets (c-corpus, d-corpus-b, d-corpus-c, measured as
+// held out first: detected 81, fix 1 24, among 1-3 55, harmful 9) brought it to detected
+// 458, fix 1 231 (50%), among 1-3 362 (79%), harmful 51. The floors follow the corpus as
+// committed, a point or two below so that records added do not fail the test by themselves;
+// worse advice does. The held-out sets (*heldout*.jsonl) are reported, not asserted: no floor
+// is fitted to them.
 const FLOOR_DETECTED_PCT: u32 = 88;
-const FLOOR_FIX1_PCT: u32 = 52;
-const FLOOR_TOP3_PCT: u32 = 81;
-const CEILING_HARMFUL_PCT: u32 = 9;
+const FLOOR_FIX1_PCT: u32 = 49;
+const FLOOR_TOP3_PCT: u32 = 78;
+const CEILING_HARMFUL_PCT: u32 = 12;
 const CEILING_CONTRADICTIONS: usize = 0;
