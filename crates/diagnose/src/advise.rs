@@ -14,6 +14,10 @@ grammar!(api_pallas, r"\bpltpu\.|\bpl\.|pallas");
 grammar!(api_pytorch, r"\btorch\.|\bimport torch\b|PYTORCH_\w*ALLOC_CONF|\bDataLoader\(");
 grammar!(api_tf_gpu, r"set_memory_growth|TF_FORCE_GPU_ALLOW_GROWTH|TF_GPU_ALLOCATOR|per_process_gpu_memory_fraction|allow_growth|set_(?:virtual|logical)_device_configuration");
 grammar!(api_tf, r"\btf\.|\bimport tensorflow\b|\bkeras\.");
+// llama.cpp's own programs take -ngl/-c/-ub on their command line; Ollama starts its runner
+// itself and takes the same choices as model options and OLLAMA_* server variables.
+grammar!(api_llama_cli, r"\bllama-(?:server|cli)\b");
+grammar!(api_ollama, r"\bollama (?:serve|run)\b|\bOLLAMA_[A-Z_]+");
 // JAX's GPU client settings (jax docs/gpu_memory_allocation.rst): they size the GPU pool and
 // do nothing on a TPU.
 grammar!(gpu_client_env, r"XLA_PYTHON_CLIENT_(?:MEM_FRACTION|PREALLOCATE|ALLOCATOR)|XLA_CLIENT_MEM_FRACTION");
@@ -31,6 +35,8 @@ pub fn fits_case(code: &str, case: &Case, facts: &Facts, offer: Offer) -> bool {
         && api_ok("pytorch", api_pytorch())
         && api_ok("tensorflow", api_tf())
         && api_ok("tensorflow_gpu", api_tf_gpu())
+        && api_ok("llama.cpp", api_llama_cli())
+        && api_ok("ollama", api_ollama())
         && !(linux_only().is_match(code) && matches!(case.os.as_deref(), Some("macos" | "windows")))
         && !(training_only().is_match(code) && case.inference())
         // Host-RAM failures of data libraries: no accelerator framework's API.

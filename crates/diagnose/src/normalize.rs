@@ -311,6 +311,15 @@ fn starts_record(t: &str) -> bool {
             return true;
         }
     }
+    // A C function's own report, `__func__` first as C libraries print them (`"%s: failed to
+    // allocate %s buffer of size %zu", __func__` in ggml, llama.cpp, many drivers):
+    // `ggml_gallocr_reserve_n: failed ...`. A snake_case name with an underscore, then ": ".
+    if let Some((func, _)) = t.split_once(": ") {
+        let b = func.as_bytes();
+        if (6..=60).contains(&b.len()) && b[0].is_ascii_lowercase() && func.contains('_') && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_') {
+            return true;
+        }
+    }
     // `RuntimeError: ...`, `jaxlib.xla_extension.XlaRuntimeError: ...`
     let head: &str = t.split([':', ' ']).next().unwrap_or("");
     head.len() > 3 && (head.ends_with("Error") || head.ends_with("Exception") || head.ends_with("OutOfResources"))
@@ -402,6 +411,15 @@ mod tests {
             let lines = vec![clean_line(1, long.as_bytes()), clean_line(2, next.as_bytes())];
             assert!(flatten(&lines).text.contains(&format!("\n{next}")), "{next}");
         }
+    }
+
+    #[test]
+    fn a_c_functions_report_is_never_a_wrap_tail() {
+        // Ollama's one-line report of its runner (100 columns), then ggml's own line.
+        let first = "Error: 500 Internal Server Error: llama runner process has terminated: cudaMalloc failed: out of memory";
+        let lines = [clean_line(1, first.as_bytes()), clean_line(2, b"ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 8891928576")];
+        let f = flatten(&lines);
+        assert_eq!(f.line_at(f.text.find("ggml_gallocr").unwrap()), 2);
     }
 
     #[test]

@@ -65,6 +65,10 @@ impl Case {
             "tensorflow" => any(&["tensorflow", "mesh_tf"]) || !any(&["jax", "pytorch", "torch_xla", "onnxruntime", "paddle"]),
             // TF's GPU allocator settings do nothing under DirectML.
             "tensorflow_gpu" => self.allows_api("tensorflow") && !self.has("directml"),
+            // An Ollama log also shows the llama.cpp it runs (ggml lines): Ollama is what the
+            // user drives, so llama.cpp's command line is not theirs to change.
+            "llama.cpp" => !self.has("ollama"),
+            "ollama" => self.has("ollama") || !any(&["llama.cpp", "koboldai", "text-generation-webui", "vllm", "sglang", "tgi", "lmdeploy"]),
             _ => true,
         }
     }
@@ -77,7 +81,10 @@ grammar!(fw_llama_cpp, r"llama_model_load|llama_new_context|llama_init_from|ggml
 grammar!(fw_vllm, r"(?i)\bvllm\b|\bVLLM_[A-Z0-9_]+|cumem_allocator");
 // Ollama's runner logs name its own Go sources: `llama.go:292:` (ollama/llm/llama.go, 0.1.x),
 // `source=server.go:…` / `source=sched.go:…` (its slog lines).
-grammar!(fw_ollama, r"(?i)\bollama\b|\bllama\.go:\d+|\bsource=(?:server|sched|gpu|routes|llama|memory|amd_linux|amd_windows)\.go:\d+");
+// Its server reports a runner that died as `llama runner process has terminated: …`
+// (llm/server.go, v0.1.32 to v0.12.0) or, since it starts llama-server itself,
+// `llama-server process has terminated: …` (llm/llama_server.go:1306-1325 @v0.32.15).
+grammar!(fw_ollama, r"(?i)\bollama\b|(?:llama runner|llama-server) process has terminated|\bllama\.go:\d+|\bsource=(?:server|sched|gpu|routes|llama|memory|amd_linux|amd_windows)\.go:\d+");
 // LMDeploy names itself in its module paths and its logger (`get_logger('lmdeploy')`,
 // lmdeploy/utils.py@v0.16.0), and TurboMind is its CUDA engine (lmdeploy/turbomind/).
 grammar!(fw_lmdeploy, r"\blmdeploy\b|\bturbomind\b");

@@ -288,7 +288,44 @@ pub fn recognize_all(flat: &Flat) -> Vec<Hit> {
     // Last: only text no family grammar claimed.
     let mut hits = resolve_overlaps(hits);
     generic::recognize(t, &mut hits);
-    resolve_overlaps(hits)
+    merge_layers(t, resolve_overlaps(hits))
+}
+
+/// One failure reported by two layers on adjacent lines, one of them without numbers (Ollama's
+/// `llama runner process has terminated: cudaMalloc failed: out of memory` over ggml's
+/// `failed to allocate CUDA0 buffer of size N`; a framework's bare line over its allocator's):
+/// the same entry on the next line is the same failure, so it is one hit, with the sizes the
+/// other layer states, starting where the first report starts. Two hits that both state sizes
+/// stay two (two allocations can fail in a row).
+fn merge_layers(t: &str, hits: Vec<Hit>) -> Vec<Hit> {
+    let mut out: Vec<Hit> = Vec::with_capacity(hits.len());
+    for h in hits {
+        if let Some(prev) = out.last_mut() {
+            let between = t.get(prev.end..h.start).unwrap_or("\n\n");
+            let adjacent = prev.end <= h.start && between.len() <= 400 && between.matches('\n').count() <= 1;
+            if adjacent && prev.id == h.id && (prev.sizes.is_empty() != h.sizes.is_empty()) {
+                let (start, end) = (prev.start, h.end);
+                let (mut kept, other) = if prev.sizes.is_empty() { (h, std::mem::replace(prev, Hit::new("", 0, 0))) } else { (std::mem::replace(prev, Hit::new("", 0, 0)), h) };
+                kept.start = start;
+                kept.end = end;
+                for (k, v) in other.details {
+                    kept.details.entry(k).or_insert(v);
+                }
+                kept.flags.extend(other.flags);
+                kept.platform = kept.platform.or(other.platform);
+                kept.memory_space = kept.memory_space.or(other.memory_space);
+                kept.code_in_log = kept.code_in_log.or(other.code_in_log);
+                if other.confidence == Confidence::Certain {
+                    kept.confidence = Confidence::Certain;
+                    kept.confidence_reason = None;
+                }
+                *prev = kept;
+                continue;
+            }
+        }
+        out.push(h);
+    }
+    out
 }
 
 /// Where two hits cover the same text, keep the more specific (lower priority number,
@@ -373,6 +410,16 @@ pub(crate) fn alloc_shape(a: &mut Allocation) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Ollama's report of its runner over ggml's own line (ollama/ollama#11845, verbatim): one
+    /// failure, with ggml's size.
+    #[test]
+    fn one_failure_reported_by_two_layers_is_one_hit() {
+        let text = "Error: 500 Internal Server Error: llama runner process has terminated: cudaMalloc failed: out of memory\nggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 8891928576";
+        let hits = recognize_all(&crate::normalize::flatten(&text.lines().enumerate().map(|(i, l)| crate::normalize::clean_line(i as u64 + 1, l.as_bytes())).collect::<Vec<_>>()));
+        assert_eq!(hits.len(), 1, "{hits:?}");
+        assert_eq!(hits[0].get(SizeKey::Requested), Some(8891928576));
+    }
 
     /// The rule as first written, pair by pair (O(n²)): the reference.
     fn resolve_overlaps_pairwise(mut hits: Vec<Hit>) -> Vec<Hit> {
