@@ -256,6 +256,8 @@ fn names_a_mechanism(condition: &str) -> bool {
         || matches!(
             condition,
             "has_sizes" | "no_sizes" | "space_hbm" | "space_vmem" | "training" | "inference" | "serving" | "warning_only" | "fragmentation_possible" | "small_device" | "free_covers_request"
+            // Which library failed, not which mechanism: its fixes rank by what fixed threads.
+            | "nccl_segment"
         ))
 }
 

@@ -484,6 +484,7 @@ pub const CONDITIONS: &[(&str, &str)] = &[
     ("static_shared_limit", "ptxas reports the 48 KiB (0xc000) static shared-memory limit"),
     ("warning_only", "the message is a non-fatal warning"),
     ("shm_reason_unknown", "PyTorch could not open a shared-memory object and printed no reason (a full /dev/shm or the open-file limit)"),
+    ("nccl_segment", "NCCL could not create or attach to its shared-memory segment in /dev/shm"),
     ("sc_space_hbm", "SparseCore allocation in memory space 203 (HBM)"),
     ("sc_space_onchip", "SparseCore allocation in an on-chip space (0, 201, 202, 204)"),
     ("space_hbm", "the failing memory space is HBM / device memory"),

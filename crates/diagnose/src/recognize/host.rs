@@ -112,6 +112,9 @@ pub const TRIGGERS: &[&str] = &[
     "paging file",
     "bad allocation",
     "No space left on device",
+    // NCCL's segment it could not create in /dev/shm. (PyTorch's bare "unable to open shared memory
+    // object" is no trigger: alone it is the open-file limit more often than a full /dev/shm.)
+    "shared memory segment",
     "Code\": 137",
     "code\": 137",
     "code: 137",
@@ -273,6 +276,10 @@ grammar!(enospc, r"No space left on device");
 // Objects that live in /dev/shm: semaphores, `shm_open` names (PyTorch's `/torch_<pid>_<n>`).
 // NCCL's `Error while creating shared memory segment PATH (size N), error: No space left on device (28)`
 // (NVIDIA/nccl v2.30.7-1 src/os/linux.cc, v2.7.8-1 src/include/shm.h): its segments live in /dev/shm.
+// NCCL's segment report alone (src/include/shm.h:48 at v2.7.8-1: "Error while creating shared memory
+// segment %s (size %d)"; src/os/linux.cc:842 at v2.30.7-1: "Error while %s shared memory segment %s
+// (size %ld), error: %s (%d)", creating or attaching to), the reason on its own line before it or after ", error: ".
+grammar!(nccl_shm_segment, r"Error while (?:creating|attaching to) shared memory segment (?P<path>\S+?),? \(size (?P<n>\d+)\)(?P<rest>, error: [^\n]*)?");
 grammar!(shm_context, r"shared memory segment|/dev/shm|\bSemLock\b|multiprocessing/synchronize\.py|</torch_\w+>|\bshm_open\b|\bsem_open\b|shared memory object|_share_(?:fd|filename)_cpu_");
 
 // Windows ERROR_COMMITMENT_LIMIT (1455): the commit charge (RAM + page file) is used up; Windows
@@ -689,8 +696,9 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
         // `MapAllocator.cpp` appends strerror(errno) only from PyTorch 1.x's later releases; an
         // `shm_open` failure with no reason is a full /dev/shm or the descriptor limit (the
         // `file_descriptor` sharing strategy holds one per shared tensor), the limit more often
-        // in public threads: alone it starts no block (no trigger), and where another failure
-        // line started one it is `likely`, with the descriptor-limit fix first.
+        // in public threads (3 of the 5 bare-line threads in the corpora): alone it starts no
+        // block (no trigger), and where another failure line started one it is `likely`, with the
+        // descriptor-limit fix first.
         if m.as_str().starts_with("unable to open shared memory object") && !t[m.start()..le].contains("No space left") {
             h.likely("shm_open failed and the message gives no reason: a full /dev/shm, or the process's open-file limit under the file_descriptor sharing strategy, both end this way");
             h.flag("shm_reason_unknown");
@@ -708,13 +716,45 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
             }
             let le = t[m.end()..].find('\n').map_or(t.len(), |i| m.end() + i);
             let ls = t[..m.start()].rfind('\n').map_or(0, |i| i + 1);
-            let around = format!("{}{}", super::window_before(t, ls, 1500), &t[ls..le]);
+            // The object that could not be made may be named on the next line (NCCL's
+            // `posix_fallocate failed: No space left on device`, then its segment's name).
+            let next = super::window(t, le, 400);
+            let next = next.get(..next.get(1..).and_then(|n| n.find('\n')).map_or(next.len(), |i| i + 1)).unwrap_or("");
+            let around = format!("{}{}{}", super::window_before(t, ls, 1500), &t[ls..le], next);
             if !shm_context().is_match(&around) {
                 continue;
             }
             let mut h = host_hit("host.dev-shm", ls + (t[ls..le].len() - t[ls..le].trim_start().len()), le);
             h.priority = 16;
             h.detail("errno", 28);
+            hits.push(h);
+        }
+    }
+    if has(t, "shared memory segment") {
+        for c in nccl_shm_segment().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = host_hit("host.dev-shm", m.start(), m.end());
+            h.priority = 16;
+            h.flag("nccl_segment");
+            h.plausible_bytes(SizeKey::Requested, c["n"].parse().unwrap_or(0));
+            h.detail("segment", c["path"].to_string());
+            let reason_before = super::window_before(t, m.start(), 400).contains("No space left on device");
+            match c.name("rest") {
+                Some(r) if r.as_str().contains("No space left on device") => {
+                    h.detail("errno", 28);
+                }
+                // Another stated reason (a segment removed under it: "No such file or directory") is no memory failure.
+                Some(r) if !r.as_str().contains("Cannot allocate memory") => continue,
+                Some(_) => {
+                    h.detail("errno", 12);
+                }
+                _ if reason_before => {
+                    h.detail("errno", 28);
+                }
+                _ => {
+                    h.likely("NCCL could not create its shared-memory segment and the line gives no reason; a full /dev/shm (a container's 64 MiB default) is the usual one");
+                }
+            }
             hits.push(h);
         }
     }
