@@ -193,10 +193,12 @@ grammar!(
 grammar!(xla_cpu, r"(?:RESOURCE_EXHAUSTED|Resource exhausted|INTERNAL: Error dispatching computation): Out of memory allocating (?P<req>\d+) bytes\.?");
 grammar!(accelerator_words, r"(?i)\bgpu|\bcuda|\brocm\b|\bhip\b|\btpu\b|gpu_\d|device:gpu");
 grammar!(ynn_alloc, r"allocate of <\d+> failed\.(?:[\s\S]{0,4000}?YNNPACK operation failed[^\n]*)?");
-// (`LightGBMError('std::bad_alloc')`: the repr of a Python exception carrying the C++ what().)
+// (`LightGBMError('std::bad_alloc')`: the repr of a Python exception carrying the C++ what();
+// ONNX Runtime's `Exception during initialization: bad allocation`, inference_session.cc, the
+// what() after the phase it failed in.)
 grammar!(
     bad_alloc,
-    r"terminate called after throwing an instance of 'std::bad_alloc'(?:\s+what\(\):\s+std::bad_alloc)?|(?:what\(\):|Error:|Exception:|error:)\s*std::bad_alloc\b|\b(?:[\w.]*Error|error|[\w.]*Exception):\s*bad allocation\b|\[(?:Fatal|Warning|Error)\][ \t]*bad allocation\b|\b[\w.]*(?:Error|Exception)\(['\x22]std::bad_alloc['\x22]\)"
+    r"terminate called after throwing an instance of 'std::bad_alloc'(?:\s+what\(\):\s+std::bad_alloc)?|(?:what\(\):|Error:|Exception:|error:)\s*std::bad_alloc\b|\b(?:[\w.]*Error|error|[\w.]*Exception)(?: (?:during|in|while|at) [\w .:]{1,60}?)?:\s*(?:bad allocation|std::bad_alloc)\b|\[(?:Fatal|Warning|Error)\][ \t]*bad allocation\b|\b[\w.]*(?:Error|Exception)\(['\x22]std::bad_alloc['\x22]\)"
 );
 grammar!(
     numpy_alloc,
