@@ -256,12 +256,17 @@ impl Collector {
 
     fn finish(self, ctx: &scan::LogContext, opts: &Options, head_versions: &std::collections::BTreeMap<String, facts::version::VersionFact>) -> Report {
         let truncated = self.truncated;
+        // A failure stated only in prose counts where no runtime message in the input yields a
+        // finding (recognize/prose.rs): a block of prose beside a real message adds nothing.
+        let mut pending = self.pending;
+        if pending.iter().any(|p| !p.flags.contains("stated_in_prose")) {
+            pending.retain(|p| !p.flags.contains("stated_in_prose"));
+        }
         let settings: String = ctx.lines.iter().map(|l| l.1.as_str()).collect::<Vec<_>>().join("\n");
         let mut dump_notes: Vec<String> = Vec::new();
         let late_snapshot = opts.snapshot.is_none().then(|| opts.snapshot_dir.as_deref().and_then(snapshot::newest_in)).flatten().and_then(|p| snapshot::SnapshotInput::load(&p).ok());
         let snapshot = opts.snapshot.as_deref().or(late_snapshot.as_ref());
-        let mut findings: Vec<Finding> = self
-            .pending
+        let mut findings: Vec<Finding> = pending
             .into_iter()
             .map(|mut p| {
                 let f = &mut p.finding;

@@ -11,6 +11,7 @@ pub mod ggml;
 pub mod gpu_xla;
 pub mod host;
 pub mod misc;
+pub mod prose;
 pub mod pytorch;
 pub mod runtimes;
 pub mod serving;
@@ -21,7 +22,7 @@ pub mod vocabulary;
 
 /// Start triggers owned by the family modules (the scanner adds them to its own list).
 pub const MODULE_TRIGGERS: &[&[&str]] =
-    &[host::TRIGGERS, cluster::TRIGGERS, ggml::TRIGGERS, runtimes::TRIGGERS, serving::TRIGGERS, ecosystem::TRIGGERS, generic::TRIGGERS];
+    &[host::TRIGGERS, cluster::TRIGGERS, ggml::TRIGGERS, runtimes::TRIGGERS, serving::TRIGGERS, ecosystem::TRIGGERS, generic::TRIGGERS, prose::TRIGGERS];
 
 use crate::finding::{Allocation, Confidence, Culprit, Derived, SizeKey};
 use crate::normalize::Flat;
@@ -288,7 +289,12 @@ pub fn recognize_all(flat: &Flat) -> Vec<Hit> {
     // Last: only text no family grammar claimed.
     let mut hits = resolve_overlaps(hits);
     generic::recognize(t, &mut hits);
-    resolve_overlaps(hits)
+    let mut hits = resolve_overlaps(hits);
+    // A generic finding in a text that names its runtime is that runtime's; a failure only
+    // stated in words counts where nothing else did (see `prose`).
+    prose::attribute(t, &mut hits);
+    prose::recognize(t, &mut hits);
+    hits
 }
 
 /// Where two hits cover the same text, keep the more specific (lower priority number,
