@@ -37,10 +37,11 @@ pub const REASON: &str = "stated in prose: the text says the job ran out of memo
 
 // What ran out, in words: "out of (GPU) memory", "OOM", "OOMs", "OOM-killed", "ran out of VRAM",
 // "not enough memory", "insufficient VRAM", "exceeded the memory limit", "memory limit exceeded",
-// "can't allocate".
+// "CUDA malloc fails". (A runtime's own "failed to allocate …" lines are the generic layer's:
+// where it leaves one, for a reason it states, prose does not take it.)
 grammar!(
     oom_phrase,
-    r"(?i)\bout[ -]of[ -](?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated|cuda|gpu's)[ -])?(?:memory|mem|v?ram)\b|\bOOM(?:s|ed|ing|'d|[- ]?kill(?:ed|er|s)?)?\b|\bnot enough (?:\w+ )?(?:memory|v?ram)\b|\binsufficient (?:\w+ )?(?:memory|v?ram)\b|\bexceed(?:s|ed|ing)? (?:the |its |available |allowed )?(?:\w+ )?(?:memory|v?ram)(?: limit)?\b|\b(?:memory|v?ram) (?:limit )?(?:was |is |gets? )?(?:exceeded|exhausted)\b"
+    r"(?i)\bout[ -]of[ -](?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated|cuda|gpu's)[ -])?(?:memory|mem|v?ram)\b|\bOOM(?:s|ed|ing|'d|[- ]?kill(?:ed|s)?)?\b|\bnot enough (?:\w+ )?(?:memory|v?ram)\b|\binsufficient (?:\w+ )?(?:memory|v?ram)\b|\bexceed(?:s|ed|ing)? (?:the |its |available |allowed )?(?:\w+ )?(?:memory|v?ram)(?: limit)?\b|\b(?:memory|v?ram) (?:limit )?(?:was |is |gets? )?(?:exceeded|exhausted)\b|\b(?:cuda ?)?(?:c?malloc|alloc(?:ation)?) (?:fails|failed|failure)\b"
 );
 // A kill stated in words; it counts only in a sentence that names memory.
 grammar!(kill_word, r"(?i)\b(?:killed|kills)\b");
@@ -58,7 +59,7 @@ grammar!(
 // "- Added support for …", "resolved the out-of-memory issue").
 grammar!(
     changelog,
-    r"(?i)^\s*(?:[-*•]\s*|\d+\.\s+)?\[?(?:fix(?:e[sd])?|feat(?:ure)?|add(?:s|ed)?|support|improve[sd]?|chore|docs?|refactor|bump|reduce[sd]?|lower(?:s|ed)?|optimi[sz]e[sd]?|enable[sd]?|implement(?:s|ed)?|introduce[sd]?|release|changelog|what's new)\b|\b(?:fix(?:e[sd]|ing)?|resolve[sd]?|solve[sd]?|address(?:es|ed)?|mitigate[sd]?|workaround for)\b[^.\n]{0,40}\b(?:oom|out[ -]of[ -]memory|memory (?:leak|issue|error))"
+    r"(?i)^\s*(?:[-*•]\s*|\d+\.\s+)?\[?(?:fix(?:e[sd])?|feat(?:ure)?|add(?:s|ed)?|support|improve[sd]?|chore|docs?|refactor|bump|reduce[sd]?|lower(?:s|ed)?|optimi[sz](?:e[sd]?|ation)|enable[sd]?|implement(?:s|ed)?|introduce[sd]?|release|changelog|what's new)\b|\b(?:fix(?:e[sd]|ing)?|resolve[sd]?|solve[sd]?|address(?:es|ed)?|mitigate[sd]?|workaround for)\b[^.\n]{0,40}\b(?:oom|out[ -]of[ -]memory|memory (?:leak|issue|error))"
 );
 // A negation just before the phrase ("no OOM", "doesn't run out of memory", "no longer OOMs").
 grammar!(negated, r"(?i)\b(?:no|not|never|without|don't|doesn't|didn't|isn't|wasn't|aren't|no longer|instead of|rather than|nor)\W+(?:\w+\W+){0,2}$");
@@ -73,6 +74,8 @@ grammar!(
     r"^\s*[a-z][a-z0-9_.-]*:\s|(?i)^\s*(?:\[?\d{4}-\d\d-\d\d|\[?\d\d:\d\d:\d\d|[IWEF]\d{4}\s)|\b[\w./-]+:\s*(?:error|warning|warn|fatal|info|debug|critical|hint|note)\s*:|^\s*\[?(?:error|warning|warn|fatal|info|debug|critical|hint|note)\b\s*[:\]|]|\b[A-Z]\w*(?:Error|Exception)\s*:|\b\S+\.(?:cc|cpp|cu|py|go|rs|c|h):\d+"
 );
 grammar!(field, r"^\s*[:=]");
+grammar!(mechanism, r"(?i)^\s*(?:\([^)\n]{0,12}\)\s*)?[- ]?(?:killers?|killing|handl\w+|protection|prevention|detection|score|policy|daemon|monitor\w*|guard|avoid\w*|settings?|tests?|testing|recovery|retry|fallback)\b");
+grammar!(on_oom, r"(?i)\b(?:on|upon|in case of|in the event of)\s+(?:an?\s+|the\s+)?$");
 grammar!(url, r"(?i)\bhttps?://\S+|\bwww\.\S+");
 // Code or a config line, not a sentence.
 grammar!(code_line, r#"^\s*(?:#|//|import |from \S+ import|def |class |return |[\w.]+\s*=\s*[\w"'(\[])|[{};]\s*$"#);
@@ -100,6 +103,8 @@ grammar!(
     host_capacity,
     r"(?i)(?P<a>\d{1,4}(?:\.\d+)?)\s?(?:gb|gib|g)\b(?: of)? (?:(?:system |host |cpu )?ram\b|system memory|host memory)|\b(?:system |host )?ram(?: of| is|:)? (?P<b>\d{1,4}(?:\.\d+)?)\s?(?:gb|gib)\b"
 );
+
+grammar!(several_devices, r"(?i)\b\d+\s?x\s?(?:[a-z]+\s?)?\d|\b(?:dual|multi|multiple|two|four|eight)[- ]?gpus?\b|\bgpus\b");
 
 /// A statement of a memory failure in one sentence: (sentence start, sentence end, phrase).
 fn statement(t: &str) -> Option<(usize, usize, String)> {
@@ -155,8 +160,16 @@ fn stated(sentence: &str) -> Option<String> {
     // A quoted phrase inside a sentence is a mention ("errors like 'out of memory'").
     for m in oom_phrase().find_iter(s) {
         let before = &s[..m.start()];
-        // A field (`OOMKilled:false`, `oom_kill = 0`) is not a sentence.
-        if negated().is_match(before) || field().is_match(&s[m.end()..]) {
+        // A field (`OOMKilled:false`, `OOM killer: require …`), a name (`--oom-avoid`,
+        // `oom_score_adj`) or a mechanism named ("the OOM killer", "Out-Of-Memory (OOM) killer",
+        // "OOM handling") is not a failure; nor is a condition ("back off on OOM").
+        let after = &s[m.end()..];
+        // An abbreviation glossed in parentheses ("Out-Of-Memory (OOM) killer") belongs to the
+        // phrase before it, which was read already.
+        let glossed = before.trim_end().ends_with('(') && after.trim_start().starts_with(')');
+        let glued_before = before.ends_with(['-', '_', '/', '.']) || glossed;
+        let glued_after = after.starts_with('_') || (after.starts_with('-') && after[1..].starts_with(|c: char| c.is_ascii_alphabetic()) && !m.as_str().contains('-'));
+        if negated().is_match(before) || field().is_match(after) || mechanism().is_match(after) || on_oom().is_match(before) || glued_before || glued_after {
             continue;
         }
         let quotes = before.matches(['"', '\'', '`', '“', '‘']).count();
@@ -294,9 +307,8 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     let mut h = Hit::new(id, start, end);
     h.priority = 95;
     h.phase = Some(Phase::Runtime);
-    if let Some(p) = platform {
-        h.platform = Some(p);
-    }
+    // No device words: the platform is not stated (never the entry's default guessed).
+    h.platform = Some(platform.unwrap_or(Platform::Other));
     if id != "generic.oom" {
         h.space(if host { "host" } else { "device" });
     }
@@ -314,9 +326,16 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
 /// The device's (or the host's) capacity where the text states it plainly, as `total`.
 fn capacity(t: &str, host: bool, h: &mut Hit) {
     let re = if host { host_capacity() } else { device_capacity() };
+    let several = !host && several_devices().is_match(t);
     let mut found: Option<String> = None;
     for c in re.captures_iter(t) {
-        let Some(v) = c.name("a").or(c.name("b")).or(c.name("c")) else { continue };
+        // A size beside a GPU's name is that card's ("8xA100 80GB"); a VRAM total beside
+        // several devices ("dual-GPU setup with 72GB VRAM") may be their sum: not one device's.
+        let v = match (c.name("a").or(c.name("b")), c.name("c")) {
+            (Some(_), _) if several => continue,
+            (Some(v), _) | (None, Some(v)) => v,
+            (None, None) => continue,
+        };
         let text = format!("{} GB", v.as_str());
         match &found {
             None => found = Some(text),
