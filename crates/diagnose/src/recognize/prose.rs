@@ -104,6 +104,9 @@ grammar!(
     r"(?i)(?P<a>\d{1,4}(?:\.\d+)?)\s?(?:gb|gib|g)\b(?: of)? (?:(?:system |host |cpu )?ram\b|system memory|host memory)|\b(?:system |host )?ram(?: of| is|:)? (?P<b>\d{1,4}(?:\.\d+)?)\s?(?:gb|gib)\b"
 );
 
+grammar!(load_words, r"(?i)\b(?:load(?:s|ed|ing)?|startup|start-up|initiali[sz]\w*|warm-?up)\b");
+grammar!(compile_words, r"(?i)\bcompil(?:e|es|ed|ing|ation)\b");
+grammar!(run_words, r"(?i)\b(?:train\w*|fine-?tun\w*|infer\w*|generat\w*|decod\w*|sampl\w*|serv(?:e|es|ed|ing)|epoch|step|batch)\b");
 grammar!(several_devices, r"(?i)\b\d+\s?x\s?(?:[a-z]+\s?)?\d|\b(?:dual|multi|multiple|two|four|eight)[- ]?gpus?\b|\bgpus\b");
 
 /// A statement of a memory failure in one sentence: (sentence start, sentence end, phrase).
@@ -306,7 +309,17 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     let id = if !said_device { "generic.oom" } else { id };
     let mut h = Hit::new(id, start, end);
     h.priority = 95;
-    h.phase = Some(Phase::Runtime);
+    // The phase where the sentence says it ("during model loading", "at startup", "while
+    // compiling"); otherwise the entry's.
+    h.phase = if load_words().is_match(sentence) {
+        Some(Phase::Load)
+    } else if compile_words().is_match(sentence) {
+        Some(Phase::Compile)
+    } else if run_words().is_match(sentence) {
+        Some(Phase::Runtime)
+    } else {
+        None
+    };
     // No device words: the platform is not stated (never the entry's default guessed).
     h.platform = Some(platform.unwrap_or(Platform::Other));
     if id != "generic.oom" {
@@ -431,6 +444,32 @@ mod tests {
         ] {
             assert!(one(t).is_none(), "{t}");
         }
+    }
+
+    #[test]
+    fn names_mechanisms_and_conditions_are_not() {
+        for t in [
+            "OOM killer: require sustained memory pressure before killing tasks",
+            "Memory management: OOM Killer",
+            "oomd is userspace Out-Of-Memory (OOM) killer for linux systems.",
+            "stress-ng prints a hint for --oom-avoid on low-memory runs.",
+            "Back off to 50% on OOM",
+            "OOMKilled:false,",
+            "It was caused by ran-out-of-memory.",
+        ] {
+            assert!(one(t).is_none(), "{t}");
+        }
+    }
+
+    #[test]
+    fn capacity_against_the_device_only() {
+        // Each card's size beside its name, also for several cards.
+        assert_eq!(one("InternVL3-78B OOM on 4 A100 40G in 0.8.4").unwrap().get(SizeKey::Total), Some(40 << 30));
+        // A VRAM figure beside several devices may be their sum; a model's size is never the device's.
+        assert_eq!(one("CUDA malloc fails (dual-GPU setup with 72GB VRAM and 128GB RAM)").unwrap().get(SizeKey::Total), None);
+        assert_eq!(one("Llama 70B OOM on A100, the 40GB checkpoint does not fit").unwrap().get(SizeKey::Total), None);
+        let h = one("OOM during model loading for GPT-OSS-120B on single H100 80G").unwrap();
+        assert_eq!((h.get(SizeKey::Total), h.phase), (Some(80 << 30), Some(Phase::Load)));
     }
 
     #[test]
