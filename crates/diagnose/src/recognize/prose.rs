@@ -81,7 +81,17 @@ grammar!(url, r"(?i)\bhttps?://\S+|\bwww\.\S+");
 grammar!(code_line, r#"^\s*(?:#|//|import |from \S+ import|def |class |return |[\w.]+\s*=\s*[\w"'(\[])|[{};]\s*$"#);
 
 // Device words, by platform.
-grammar!(w_rocm, r"(?i)\brocm\b|\bamd\b|\bradeon\b|\bzluda\b|\bgfx\d{3,4}\w*|\bhip\b|\binstinct\b|\bmi(?:50|60|100|210|250x?|300[ax]?|325x|355x)\b|\brx\s?\d{4}(?:\s?xt)?\b");
+// "AMD" alone also names CPUs ("AMD EPYC 7742" in an environment report): see [`rocm_named`].
+grammar!(w_rocm, r"(?i)\brocm\b|\bradeon\b|\bzluda\b|\bgfx\d{3,4}\w*|\bhip\b|\binstinct\b|\bmi(?:50|60|100|210|250x?|300[ax]?|325x|355x)\b|\brx\s?\d{4}(?:\s?xt)?\b");
+grammar!(w_amd, r"(?i)\bamd\b(?P<next>\s+\w+)?");
+grammar!(amd_cpu, r"(?i)^\s+(?:epyc|ryzen|threadripper|opteron|athlon|phenom|fx|cpu|processor|64|x86|sempron|turion)");
+
+/// Whether the text names an AMD GPU stack: ROCm, HIP, Radeon, Instinct, ZLUDA, a gfx target, or
+/// "AMD" not followed by one of its CPU lines' names.
+fn rocm_named(t: &str) -> bool {
+    w_rocm().is_match(t) || w_amd().captures_iter(t).any(|c| c.name("next").is_none_or(|n| !amd_cpu().is_match(n.as_str())))
+}
+
 grammar!(w_npu, r"(?i)\bnpu\b|\bascend\b|\bcann\b|\b910[bc]?\b");
 grammar!(w_xpu, r"(?i)\bxpu\b|\bintel arc\b|\barc a\d{3}m?\b|\bipex\b|\blevel zero\b");
 grammar!(w_tpu, r"(?i)\btpu(?:s|v\d\w*)?\b|\bv[2-6]e?-\d+\b");
@@ -192,7 +202,7 @@ fn stated(sentence: &str) -> Option<String> {
 /// The platform the text's device words name, most telling first (a ROCm build prints
 /// "CUDA error" too; ZLUDA runs CUDA programs on AMD GPUs).
 pub fn platform_named(t: &str, apple_is_mps: bool) -> Option<Platform> {
-    if w_rocm().is_match(t) {
+    if rocm_named(t) {
         return Some(Platform::Rocm);
     }
     if w_npu().is_match(t) {
@@ -370,13 +380,18 @@ pub fn attribute(t: &str, hits: &mut [Hit]) {
     if !hits.iter().any(generic) {
         return;
     }
-    let Some(runtime) = runtime_named(t) else { return };
+    let runtime = runtime_named(t);
+    let rocm = rocm_named(t);
     for h in hits.iter_mut().filter(|h| generic(h)) {
         let host = h.id == "generic.host-oom" || h.memory_space.as_deref() == Some("host");
+        // A ROCm build prints "CUDA error" (PyTorch's HIP build, Ollama's and llama.cpp's HIP
+        // backends, ZLUDA running CUDA programs on AMD GPUs), whatever runtime the text names.
+        if h.platform == Some(Platform::Cuda) && rocm {
+            h.platform = Some(Platform::Rocm);
+        }
+        let Some(runtime) = runtime else { continue };
         let said = h.platform.filter(|p| *p != Platform::Other);
-        // A ROCm build prints "CUDA error" (Ollama's and llama.cpp's HIP backends, ZLUDA).
         let platform = match said {
-            Some(Platform::Cuda) if w_rocm().is_match(t) => Some(Platform::Rocm),
             Some(p) => Some(p),
             None if host => Some(Platform::Cpu),
             None => platform_named(t, apple_is_mps(Some(runtime))),
@@ -482,5 +497,14 @@ mod tests {
         let mut hits = vec![Hit::new("generic.device-oom", 0, 10)];
         attribute("ZLUDA with llama.cpp: out of memory", &mut hits);
         assert_eq!((hits[0].id, hits[0].platform), ("ggml.buffer-alloc", Some(Platform::Rocm)));
+        // ZLUDA alone (no runtime named) still says the GPU is AMD's; an AMD CPU does not.
+        let mut h = Hit::new("generic.device-oom", 0, 10);
+        h.platform = Some(Platform::Cuda);
+        let mut hits = vec![h.clone()];
+        attribute("Device: cuda:0 AMD Radeon RX 6600 [ZLUDA] : native\nCUDA error: out of memory", &mut hits);
+        assert_eq!(hits[0].platform, Some(Platform::Rocm));
+        let mut hits = vec![h];
+        attribute("CPU: AMD EPYC 7742 64-Core Processor\nCUDA error: out of memory", &mut hits);
+        assert_eq!(hits[0].platform, Some(Platform::Cuda));
     }
 }
