@@ -488,6 +488,22 @@ mod tests {
     }
 
     #[test]
+    fn only_where_no_runtime_message_yields_a_finding() {
+        let opts = crate::Options::default();
+        // Alone, the title is the finding.
+        let r = crate::diagnose_text("vLLM OOM with Qwen2-72B on 2xA100", &opts);
+        assert_eq!(r.findings.iter().map(|f| f.id.as_str()).collect::<Vec<_>>(), ["pytorch.cuda-oom"]);
+        assert_eq!(r.findings[0].confidence_reason.as_deref(), Some(REASON));
+        // With the runtime's own message far below it (another block), only that message counts.
+        let mut t = String::from("vLLM OOM with Qwen2-72B on 2xA100\n");
+        t.push_str(&"INFO 05-28 07:00:00 [engine.py:310] Added request.\n".repeat(40));
+        t.push_str("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.33 GiB of which 1.50 GiB is free.\n");
+        let r = crate::diagnose_text(&t, &opts);
+        assert!(r.findings.iter().all(|f| f.confidence_reason.as_deref() != Some(REASON)), "{:?}", r.findings.iter().map(|f| &f.id).collect::<Vec<_>>());
+        assert!(r.findings.iter().any(|f| f.id == "pytorch.cuda-oom"));
+    }
+
+    #[test]
     fn a_named_runtime_takes_a_generic_finding() {
         let mut h = Hit::new("generic.device-oom", 0, 10);
         h.platform = Some(Platform::Cuda);
