@@ -297,6 +297,14 @@ pub fn recognize_all(flat: &Flat) -> Vec<Hit> {
     hits
 }
 
+/// The prose stage alone, over a whole short input none of whose blocks yielded a finding
+/// (the scanner starts no block for a title opening with "OOM" or one in lower case).
+pub fn prose_only(flat: &Flat) -> Vec<Hit> {
+    let mut hits = Vec::new();
+    prose::recognize(&flat.text, &mut hits);
+    hits
+}
+
 /// Where two hits cover the same text, keep the more specific (lower priority number,
 /// then the longer span). A weak, number-less hit of the same failure as a stronger one
 /// within 2000 bytes (the OOM killer's constraint line next to its "Killed process" line)

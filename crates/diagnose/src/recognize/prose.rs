@@ -37,11 +37,12 @@ pub const REASON: &str = "stated in prose: the text says the job ran out of memo
 
 // What ran out, in words: "out of (GPU) memory", "OOM", "OOMs", "OOM-killed", "ran out of VRAM",
 // "not enough memory", "insufficient VRAM", "exceeded the memory limit", "memory limit exceeded",
-// "CUDA malloc fails". (A runtime's own "failed to allocate …" lines are the generic layer's:
+// "CUDA malloc fails". Shared memory is left out: a kernel's (Triton, CUDA), /dev/shm or Windows'
+// shared GPU memory, which prose does not tell apart. (A runtime's own "failed to allocate …" lines are the generic layer's:
 // where it leaves one, for a reason it states, prose does not take it.)
 grammar!(
     oom_phrase,
-    r"(?i)\bout[ -]of[ -](?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated|cuda|gpu's)[ -])?(?:memory|mem|v?ram)\b|\bOOM(?:s|ed|ing|'d|[- ]?kill(?:ed|s)?)?\b|\bnot enough (?:\w+ )?(?:memory|v?ram)\b|\binsufficient (?:\w+ )?(?:memory|v?ram)\b|\bexceed(?:s|ed|ing)? (?:the |its |available |allowed )?(?:\w+ )?(?:memory|v?ram)(?: limit)?\b|\b(?:memory|v?ram) (?:limit )?(?:was |is |gets? )?(?:exceeded|exhausted)\b|\b(?:cuda ?)?(?:c?malloc|alloc(?:ation)?) (?:fails|failed|failure)\b"
+    r"(?i)\bout[ -]of[ -](?:(?:gpu|device|host|cpu|system|video|graphics|cuda|gpu's)[ -])?(?:memory|mem|v?ram)\b|\bOOM(?:s|ed|ing|'d|[- ]?kill(?:ed|s)?)?\b|\bnot enough (?:\w+ )?(?:memory|v?ram)\b|\binsufficient (?:\w+ )?(?:memory|v?ram)\b|\bexceed(?:s|ed|ing)? (?:the |its |available |allowed )?(?:\w+ )?(?:memory|v?ram)(?: limit)?\b|\b(?:memory|v?ram) (?:limit )?(?:was |is |gets? )?(?:exceeded|exhausted)\b|\b(?:cuda ?)?(?:c?malloc|alloc(?:ation)?) (?:fails|failed|failure)\b"
 );
 // A kill stated in words; it counts only in a sentence that names memory.
 grammar!(kill_word, r"(?i)\b(?:killed|kills)\b");
@@ -107,7 +108,7 @@ grammar!(w_host, r"(?i)\b(?:system|host|cpu|main|physical) (?:memory|ram)\b|(?:^
 // name. Never a model's or a request's size: the number must sit against the device words.
 grammar!(
     device_capacity,
-    r"(?i)(?P<a>\d{1,3}(?:\.\d+)?)\s?(?:gb|gib|g)\b(?: of)? (?:v?ram\b|gpu\b|gpu memory|vram|video memory|card\b|graphics card)|(?:\bvram|\bgpu memory)(?: of| is|:)? (?P<b>\d{1,3}(?:\.\d+)?)\s?(?:gb|gib)\b|(?:\b(?:rtx|gtx|geforce|quadro)?\s?\d{4}(?:\s?ti|\s?super)?|\b[abhl]\d{2,3}s?|\bt4|\bmi\d{2,3}x?)\b(?: with)?[ (]{1,2}(?P<c>\d{1,3})\s?(?:gb|gib|g)\b"
+    r"(?i)(?P<a>\d{1,3}(?:\.\d+)?)\s?(?:gb|gib|g)\b(?: of)? (?:v?ram\b|gpu\b|gpu memory|vram|video memory|card\b|graphics card)|(?:\bvram|\bgpu memory)(?: of| is|:)? (?P<b>\d{1,3}(?:\.\d+)?)\s?(?:gb|gib)\b|(?:\b(?:rtx|gtx|geforce|quadro)?\s?\d{4}(?:\s?ti|\s?super)?|(?:\b|\dx)[abhl]\d{2,3}s?|\bt4|\bmi\d{2,3}x?)\b(?: with)?[ (]{1,2}(?P<c>\d{1,3})\s?(?:gb|gib|g)\b"
 );
 grammar!(
     host_capacity,
@@ -480,6 +481,7 @@ mod tests {
     fn capacity_against_the_device_only() {
         // Each card's size beside its name, also for several cards.
         assert_eq!(one("InternVL3-78B OOM on 4 A100 40G in 0.8.4").unwrap().get(SizeKey::Total), Some(40 << 30));
+        assert_eq!(one("OOM when finetuning Llama3.2-90B on 8xA100 80GB").unwrap().get(SizeKey::Total), Some(80 << 30));
         // A VRAM figure beside several devices may be their sum; a model's size is never the device's.
         assert_eq!(one("CUDA malloc fails (dual-GPU setup with 72GB VRAM and 128GB RAM)").unwrap().get(SizeKey::Total), None);
         assert_eq!(one("Llama 70B OOM on A100, the 40GB checkpoint does not fit").unwrap().get(SizeKey::Total), None);
