@@ -60,7 +60,7 @@ grammar!(
 // "- Added support for …", "resolved the out-of-memory issue").
 grammar!(
     changelog,
-    r"(?i)^\s*(?:[-*•]\s*|\d+\.\s+)?\[?(?:fix(?:e[sd])?|feat(?:ure)?|add(?:s|ed)?|support|improve[sd]?|chore|docs?|refactor|bump|reduce[sd]?|lower(?:s|ed)?|optimi[sz](?:e[sd]?|ation)|enable[sd]?|implement(?:s|ed)?|introduce[sd]?|release|changelog|what's new)\b|\b(?:fix(?:e[sd]|ing)?|resolve[sd]?|solve[sd]?|address(?:es|ed)?|mitigate[sd]?|workaround for)\b[^.\n]{0,40}\b(?:oom|out[ -]of[ -]memory|memory (?:leak|issue|error))"
+    r"(?i)^\s*(?:[-*•]\s*|\d+\.\s+)?\[?(?:fix(?:e[sd])?|feat(?:ure)?|add(?:s|ed)?|support|improve[sd]?|chore|docs?|refactor|bump|reduce[sd]?|lower(?:s|ed)?|optimi[sz](?:e[sd]?|ation)|enable[sd]?|implement(?:s|ed)?|introduce[sd]?|release|changelog|what's new|debug|investigate)\b|\b(?:fix(?:e[sd]|ing)?|resolve[sd]?|solve[sd]?|address(?:es|ed)?|mitigate[sd]?|workaround for)\b[^.\n]{0,40}\b(?:oom|out[ -]of[ -]memory|memory (?:leak|issue|error))"
 );
 // A negation just before the phrase ("no OOM", "doesn't run out of memory", "no longer OOMs").
 grammar!(negated, r"(?i)\b(?:no|not|never|without|don't|doesn't|didn't|isn't|wasn't|aren't|no longer|instead of|rather than|nor)\W+(?:\w+\W+){0,2}$");
