@@ -164,7 +164,21 @@ fn report_of_scan(
     let mut collector = Collector::default();
     let mut ctx = scan::LogContext::default();
     let Some(stats) = scan(&mut ctx, &mut |block| collector.block(block))? else { return Ok(None) };
-    let head_versions = if collector.pending.is_empty() { Default::default() } else { head_versions(&head()) };
+    let mut head = Some(head);
+    let mut head_bytes: Option<Vec<u8>> = None;
+    // A short input in which no block yielded a finding (a title, a few sentences: words the
+    // scanner's anchors do not start a block for, such as a title opening with "OOM") is read
+    // whole by the prose stage alone (recognize/prose.rs).
+    if collector.pending.is_empty() && stats.bytes > 0 && stats.bytes <= HEAD_BYTES as u64 {
+        let bytes = head.take().map(|h| h()).unwrap_or_default();
+        collector.whole_text_prose(&bytes);
+        head_bytes = Some(bytes);
+    }
+    let head_versions = if collector.pending.is_empty() {
+        Default::default()
+    } else {
+        head_versions(&head_bytes.or_else(|| head.take().map(|h| h())).unwrap_or_default())
+    };
     let mut report = collector.finish(&ctx, opts, &head_versions);
     report.lines_scanned = stats.lines;
     report.bytes_scanned = stats.bytes;
@@ -208,6 +222,17 @@ fn is_fatal(f: &Finding) -> bool {
 
 impl Collector {
     fn block(&mut self, raw: scan::RawBlock) {
+        self.block_read_by(raw, recognize::recognize_all);
+    }
+
+    /// A whole short input, its lines numbered from 1, read by the prose stage only.
+    fn whole_text_prose(&mut self, bytes: &[u8]) {
+        let lines: Vec<(u64, Vec<u8>)> =
+            bytes.split(|&b| b == b'\n').enumerate().map(|(i, l)| (i as u64 + 1, l.strip_suffix(b"\r").unwrap_or(l).to_vec())).collect();
+        self.block_read_by(scan::RawBlock { lines, repeats: Vec::new() }, recognize::prose_only);
+    }
+
+    fn block_read_by(&mut self, raw: scan::RawBlock, read: fn(&normalize::Flat) -> Vec<Hit>) {
         let mut lines = Vec::with_capacity(raw.lines.len());
         for (n, l) in &raw.lines {
             match normalize::expand_escaped(l) {
@@ -226,7 +251,7 @@ impl Collector {
         }
         let prefixes = prefixes.join("\n");
         let times = multi::BlockTimes::of(&raw.lines);
-        for hit in recognize::recognize_all(&flat) {
+        for hit in read(&flat) {
             let copies = 1 + repeated_copies(&raw.repeats, &flat, &hit);
             // A failure seen before is counted, not built again (a flood of one message).
             let key = FailureKey::of_hit(&hit);
@@ -256,12 +281,17 @@ impl Collector {
 
     fn finish(self, ctx: &scan::LogContext, opts: &Options, head_versions: &std::collections::BTreeMap<String, facts::version::VersionFact>) -> Report {
         let truncated = self.truncated;
+        // A failure stated only in prose counts where no runtime message in the input yields a
+        // finding (recognize/prose.rs): a block of prose beside a real message adds nothing.
+        let mut pending = self.pending;
+        if pending.iter().any(|p| !p.flags.contains("stated_in_prose")) {
+            pending.retain(|p| !p.flags.contains("stated_in_prose"));
+        }
         let settings: String = ctx.lines.iter().map(|l| l.1.as_str()).collect::<Vec<_>>().join("\n");
         let mut dump_notes: Vec<String> = Vec::new();
         let late_snapshot = opts.snapshot.is_none().then(|| opts.snapshot_dir.as_deref().and_then(snapshot::newest_in)).flatten().and_then(|p| snapshot::SnapshotInput::load(&p).ok());
         let snapshot = opts.snapshot.as_deref().or(late_snapshot.as_ref());
-        let mut findings: Vec<Finding> = self
-            .pending
+        let mut findings: Vec<Finding> = pending
             .into_iter()
             .map(|mut p| {
                 let f = &mut p.finding;

@@ -75,8 +75,9 @@ impl Case {
 }
 
 grammar!(fw_tgi, r"text_generation_server|text[-_]generation[-_]launcher|ShardCannotStart|text_generation_router|text-generation-inference|max_batch_prefill_tokens");
-grammar!(fw_sglang, r"\bsglang\b|mem[_-]fraction[_-]static");
-grammar!(fw_llama_cpp, r"llama_model_load|llama_new_context|llama_init_from|ggml_backend|ggml_cuda|ggml-cuda|llama\.cpp|llama-server|\bllama_cpp\b|\bkoboldcpp\b");
+// Engines and applications are also named in prose by their names in any case ("LMDeploy", "SGLang", "Comfy UI").
+grammar!(fw_sglang, r"(?i:\bsglang\b)|mem[_-]fraction[_-]static");
+grammar!(fw_llama_cpp, r"(?i:\bllama\.cpp\b|\bllama-cpp\b|\bkoboldcpp\b)|llama_model_load|llama_new_context|llama_init_from|ggml_backend|ggml_cuda|ggml-cuda|llama\.cpp|llama-server|\bllama_cpp\b|\bkoboldcpp\b");
 // vLLM's own environment variables (`VLLM_*`) and its sleep-mode allocator source also name it.
 grammar!(fw_vllm, r"(?i)\bvllm\b|\bVLLM_[A-Z0-9_]+|cumem_allocator");
 // Ollama's runner logs name its own Go sources: `llama.go:292:` (ollama/llm/llama.go, 0.1.x),
@@ -87,7 +88,7 @@ grammar!(fw_vllm, r"(?i)\bvllm\b|\bVLLM_[A-Z0-9_]+|cumem_allocator");
 grammar!(fw_ollama, r"(?i)\bollama\b|(?:llama runner|llama-server) process has terminated|\bllama\.go:\d+|\bsource=(?:server|sched|gpu|routes|llama|memory|amd_linux|amd_windows)\.go:\d+");
 // LMDeploy names itself in its module paths and its logger (`get_logger('lmdeploy')`,
 // lmdeploy/utils.py@v0.16.0), and TurboMind is its CUDA engine (lmdeploy/turbomind/).
-grammar!(fw_lmdeploy, r"\blmdeploy\b|\bturbomind\b");
+grammar!(fw_lmdeploy, r"(?i)\blmdeploy\b|\bturbomind\b");
 // KoboldAI (the PyTorch client, not koboldcpp, whose web UI is also "KoboldAI Lite") re-raises an
 // OOM as "KoboldAI ran out of memory: …" (KoboldOutOfMemoryError) and a load failure as "… when
 // KoboldAI tried to load your model." (aiserver.py:522, 560, 2498 @1.19.2); its server script is
@@ -100,8 +101,8 @@ grammar!(fw_koboldai, r"KoboldAI ran out of memory|KoboldOutOfMemoryError|when K
 grammar!(fw_textgen_webui, r"(?i)text-generation-webui|\boobabooga\b|\bmodules[/\\](?:text_generation|ui_model_menu|models_settings|llamacpp_model|llamacpp_hf|exllama_hf|exllamav2_hf)\.py");
 // ComfyUI's executor (`execution.py`) logs "Got an OOM, unloading all loaded models." when a node raised
 // `model_management.OOM_EXCEPTION` (read through the code index).
-grammar!(fw_comfyui, r"ComfyUI|comfy[/\\.]|comfy_extras|KSampler|Got an OOM, unloading all loaded models");
-grammar!(fw_diffusers, r"\bdiffusers\b|StableDiffusion\w*Pipeline|UNet2DConditionModel");
+grammar!(fw_comfyui, r"(?i:\bcomfy\s?ui\b)|ComfyUI|comfy[/\\.]|comfy_extras|KSampler|Got an OOM, unloading all loaded models");
+grammar!(fw_diffusers, r"(?i:\bdiffusers\b)|StableDiffusion\w*Pipeline|UNet2DConditionModel");
 grammar!(fw_mesh_tf, r"mesh_tensorflow|\bmtf\.");
 grammar!(fw_directml, r"(?i)torch_directml|directml|\bdml\b");
 grammar!(fw_deepspeed, r"\bdeepspeed\b|DeepSpeed");

@@ -8,11 +8,13 @@ grammar!(fw_torch_xla, r"torch_xla|Bad StatusOr access|pytorch/xla|xla_util\.cc|
 // `Execution of replica N failed` is XLA's PjRt stream-executor client
 // (`pjrt_stream_executor_client.cc`): JAX's runtime, or torch_xla's, which wins where it shows;
 // TensorFlow's own executor never prints it.
-grammar!(fw_jax, r"jaxlib|jax\.errors|jax\._src|XlaRuntimeError|JaxRuntimeError|/jax/|jax\.|pjit\(|jit\(|pjrt_stream_executor_client|Execution of replica \d+ failed");
+// Each framework's name as people write it in prose (a title, a report's sentences) counts too:
+// "PyTorch", "TensorFlow", "Keras", "JAX".
+grammar!(fw_jax, r"\bJAX\b|jaxlib|jax\.errors|jax\._src|XlaRuntimeError|JaxRuntimeError|/jax/|jax\.|pjit\(|jit\(|pjrt_stream_executor_client|Execution of replica \d+ failed");
 // `Failed to get convolution algorithm. This is probably because cuDNN failed to initialize`
 // is TensorFlow's conv kernel's own error (`conv_ops_gpu.cc`), whatever else the paste shows.
-grammar!(fw_tf, r"tensorflow|ResourceExhaustedError|\bkeras|tf\.|report_tensor_allocations_upon_oom|Failed to get convolution (?:algorithm|plans)\. This is probably");
-grammar!(fw_torch, r"\btorch\.|/torch/|torch\._|OutOfMemoryError: CUDA|Tried to allocate|THCudaCheck|PYTORCH_");
+grammar!(fw_tf, r"(?i:\btensorflow\b|\bkeras\b)|tensorflow|ResourceExhaustedError|\bkeras|tf\.|report_tensor_allocations_upon_oom|Failed to get convolution (?:algorithm|plans)\. This is probably");
+grammar!(fw_torch, r"(?i:\bpytorch\b)|\btorch\.|/torch/|torch\._|OutOfMemoryError: CUDA|Tried to allocate|THCudaCheck|PYTORCH_");
 grammar!(exception, r"(?P<e>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|OutOfResources|UnfilteredStackTrace))\s*:");
 grammar!(status, r"\b(?P<s>RESOURCE_EXHAUSTED|INTERNAL|UNKNOWN|INVALID_ARGUMENT|UNIMPLEMENTED|FAILED_PRECONDITION|Resource exhausted)\b");
 grammar!(training, r"jvp\(|transpose\(jvp|backward|/grad|autograd|\.grad\b|value_and_grad");

@@ -11,6 +11,7 @@ pub mod ggml;
 pub mod gpu_xla;
 pub mod host;
 pub mod misc;
+pub mod prose;
 pub mod pytorch;
 pub mod runtimes;
 pub mod serving;
@@ -21,7 +22,7 @@ pub mod vocabulary;
 
 /// Start triggers owned by the family modules (the scanner adds them to its own list).
 pub const MODULE_TRIGGERS: &[&[&str]] =
-    &[host::TRIGGERS, cluster::TRIGGERS, ggml::TRIGGERS, runtimes::TRIGGERS, serving::TRIGGERS, ecosystem::TRIGGERS, generic::TRIGGERS];
+    &[host::TRIGGERS, cluster::TRIGGERS, ggml::TRIGGERS, runtimes::TRIGGERS, serving::TRIGGERS, ecosystem::TRIGGERS, generic::TRIGGERS, prose::TRIGGERS];
 
 use crate::finding::{Allocation, Confidence, Culprit, Derived, SizeKey};
 use crate::normalize::Flat;
@@ -288,7 +289,20 @@ pub fn recognize_all(flat: &Flat) -> Vec<Hit> {
     // Last: only text no family grammar claimed.
     let mut hits = resolve_overlaps(hits);
     generic::recognize(t, &mut hits);
-    merge_layers(t, resolve_overlaps(hits))
+    let mut hits = merge_layers(t, resolve_overlaps(hits));
+    // A generic finding in a text that names its runtime is that runtime's; a failure only
+    // stated in words counts where nothing else did (see `prose`).
+    prose::attribute(t, &mut hits);
+    prose::recognize(t, &mut hits);
+    hits
+}
+
+/// The prose stage alone, over a whole short input none of whose blocks yielded a finding
+/// (the scanner starts no block for a title opening with "OOM" or one in lower case).
+pub fn prose_only(flat: &Flat) -> Vec<Hit> {
+    let mut hits = Vec::new();
+    prose::recognize(&flat.text, &mut hits);
+    hits
 }
 
 /// One failure reported by two layers on adjacent lines, one of them without numbers (Ollama's
