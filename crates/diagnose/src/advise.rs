@@ -306,6 +306,10 @@ pub struct Weights {
     pub family: f64,
     /// A memory's toward the whole corpus's.
     pub group: f64,
+    /// What a first fix that misleads costs against one that works: a fix is ranked by the
+    /// share of threads it fixed less `harm` times the share whose own text shows it would
+    /// not have helped ([`Evidence::utility`]).
+    pub harm: f64,
 }
 
 /// The weights in use, chosen by leave-one-out on the resolution corpus (each record ranked
@@ -316,9 +320,19 @@ pub struct Weights {
 /// Estimating them by moments instead (how much entries differ from their family in the
 /// corpus) gives an entry weight of 34, which ranks worse on every measure: the id-prefix
 /// families mix failures fixed in different ways (`cuda.*`, `generic.*`).
+/// `harm` is 1: a first fix that misleads costs as much as one that works gains, the plain
+/// expected number of threads helped less those misled, not a fitted value. On the 516-record
+/// corpus (each thread out of every level) it took harmful first fixes from 51 to 31 and fix 1
+/// from 231 to 214 (fixes 1-3 unchanged at 366): where a bare message cannot tell a smaller
+/// job from an upgrade, a code bug or another process, the conditional "if this began after an
+/// upgrade" now leads (`generic.device-oom`: a smaller job fixed 21 of 57 threads and misled
+/// 15; another release fixed 13 and misled 2). The sweep (`OOMDOC_PRIOR_SWEEP=1`, every
+/// candidate ranked with the thread out): harm 0 gives fix 1 227 and 53 harmful, 0.5 218 and
+/// 46, 0.75 211 and 32, 1 214 and 32, 1.5-2 206 and 32, 3 162 and 31; fixes 1-3 stay 361
+/// because only the first fix moves (ranking every fix by it lowered fixes 1-3 to 336 at 2).
 impl Default for Weights {
     fn default() -> Weights {
-        Weights { entry: 4.0, family: 4.0, group: 16.0 }
+        Weights { entry: 4.0, family: 4.0, group: 16.0, harm: 1.0 }
     }
 }
 
@@ -370,6 +384,9 @@ fn add_counts(level: &mut EntryOutcomes, o: &EntryOutcomes) {
     for (category, x) in &o.categories {
         level.categories.entry(category.clone()).or_default().count += x.count;
     }
+    for (category, x) in &o.misled {
+        level.misled.entry(category.clone()).or_default().count += x.count;
+    }
 }
 
 impl Evidence {
@@ -419,6 +436,24 @@ impl Evidence {
         let w = self.weights;
         let entry = shrunk(&self.entry, w.entry, shrunk(&self.family, w.family, shrunk(&self.group, w.group, global)));
         shrunk(&self.case, w.entry, entry)
+    }
+
+    /// The share of threads whose own text shows a category would not have helped, shrunk
+    /// level by level like [`Evidence::score`] (each category on its own: a thread may name
+    /// several).
+    pub fn harm(&self, category: &str) -> f64 {
+        let k = oomdoc_kb::FixCategory::ALL.len() as f64;
+        let global = (self.global.misled_count(category) as f64 + 1.0 / k) / (self.global.threads as f64 + 1.0);
+        let shrunk = |level: &EntryOutcomes, w: f64, broader: f64| (level.misled_count(category) as f64 + w * broader) / (level.threads as f64 + w);
+        let w = self.weights;
+        let entry = shrunk(&self.entry, w.entry, shrunk(&self.family, w.family, shrunk(&self.group, w.group, global)));
+        shrunk(&self.case, w.entry, entry)
+    }
+
+    /// What offering a category first is worth: the share it fixed less `harm` times the
+    /// share it misled.
+    pub fn utility(&self, category: &str) -> f64 {
+        self.score(category) - self.weights.harm * self.harm(category)
     }
 
     /// These counts with the entry's threads of `facet` (a [`case_facets`] cell of `table`)
@@ -498,6 +533,23 @@ pub fn rank(fixes: &mut Vec<FixOut>, entry: &Entry, evidence: &Evidence, how: Ra
         if fixes.first().is_some_and(|fx| fx.from_family.is_some() && !own_threads_lead(fx.category)) {
             if let Some(own) = fixes.iter().position(|fx| fx.from_family.is_none()) {
                 let fx = fixes.remove(own);
+                fixes.insert(0, fx);
+            }
+        }
+        // The first fix is the one a user follows, and a first fix that misleads costs more
+        // than one that does not help: unless the numbers single one out, the first is the
+        // entry's kind of change whose share of fixed threads less its share of misled ones
+        // is highest (`Evidence::utility`); the rest keep their order by what fixed threads.
+        if fixes.first().is_some_and(|fx| !singled_out(&fx.id)) {
+            let candidate = |fx: &FixOut| !investigate(fx) && (fx.from_family.is_none() || own_threads_lead(fx.category));
+            let best = fixes
+                .iter()
+                .enumerate()
+                .filter(|(_, fx)| candidate(fx))
+                .max_by(|(i, a), (j, b)| evidence.utility(a.category.as_str()).total_cmp(&evidence.utility(b.category.as_str())).then(j.cmp(i)))
+                .map(|(i, _)| i);
+            if let Some(i) = best.filter(|&i| i > 0) {
+                let fx = fixes.remove(i);
                 fixes.insert(0, fx);
             }
         }
@@ -651,7 +703,7 @@ mod tests {
             .iter()
             .map(|(c, n)| (c.to_string(), CategoryOutcome { count: *n, links: (0..*n).map(|i| format!("https://example.org/{c}/{threads}/{i}")).collect() }))
             .collect();
-        EntryOutcomes { threads, categories, by_case: Default::default() }
+        EntryOutcomes { threads, categories, by_case: Default::default(), misled: Default::default() }
     }
 
     fn table(entries: &[(&str, EntryOutcomes)]) -> Table {
