@@ -108,8 +108,11 @@ grammar!(fw_paddle, r"\bpaddle\b|paddlepaddle|Paddle(?:Tensor|Error)|Out of memo
 // (aten/src/ATen/cuda/Exceptions.h at 0220ea5a: AT_CUDNN_CHECK "cuDNN error: " +
 // cudnnGetErrorString, TORCH_CUDABLAS_CHECK "CUDA error: " + status + " when calling `EXPR`";
 // TensorFlow's StreamExecutor says "failed to create cublas handle: ", ggml's CUDA check has no
-// "when calling", Transformer Engine writes "cuDNN Error: "). Case-sensitive on purpose.
-grammar!(fw_pytorch_checks, r"cuDNN error: CUDNN_STATUS_[A-Z_]+|CUDA error: CUBLAS_STATUS_[A-Z_]+ when calling `");
+// "when calling", Transformer Engine writes "cuDNN Error: "). So does the convolution that
+// ran out of cuDNN algorithms, each failing for memory (aten/src/ATen/native/cudnn/Conv_v7.cpp
+// at 01b468ad, AlgoIterator::try_all: TORCH_CHECK, a RuntimeError; ONNX Runtime's
+// ORT_ENFORCE of the same words is no RuntimeError). Case-sensitive on purpose.
+grammar!(fw_pytorch_checks, r"cuDNN error: CUDNN_STATUS_[A-Z_]+|CUDA error: CUBLAS_STATUS_[A-Z_]+ when calling `|RuntimeError: Unable to find a valid cuDNN algorithm to run convolution");
 // TensorFlow named by itself (paths, imports, Keras), not by the exception class name
 // `ResourceExhaustedError`, which Paddle raises too.
 grammar!(tf_strong, r"tensorflow|\bkeras|\btf\.");
