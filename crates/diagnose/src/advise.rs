@@ -152,7 +152,9 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang, unranked
                 Some(CaseOutcomes { facet, threads: cell.threads, categories: outcome_list(cell) })
             })
             .collect();
-        f.outcomes = Some(Outcomes { threads: m.threads, categories: outcome_list(m), by_case });
+        let mut misled: Vec<Outcome> = m.misled.iter().map(|(c, o)| Outcome { category: c.clone(), count: o.count, links: o.links.clone() }).collect();
+        misled.sort_by(|a, b| b.count.cmp(&a.count).then(a.category.cmp(&b.category)));
+        f.outcomes = Some(Outcomes { threads: m.threads, categories: outcome_list(m), by_case, misled });
     }
     // A known regression in the range of a version this log prints: moving to another
     // release is the first fix, with its evidence.
@@ -259,22 +261,25 @@ fn names_a_mechanism(condition: &str) -> bool {
 const HEDGES: [&str; 4] = ["fragmentation_possible", "!xla_generated_op", "held_outside_allocator", "free_covers_request"];
 
 /// Conditions that establish a cause without saying which fix the job needs, so a fix they
-/// gate takes its place by what fixed public threads:
-/// - a TensorRT tactic skipped for lack of memory is not fatal by itself (the builder goes on
-///   with other tactics);
-/// - `legacy_message` dates the message's format, it names no mechanism;
-/// - free tails of live segments that cover the request (`fragmentation`, and with the
-///   driver's free memory `free_plus_cached_covers`): true of the failing request, but the
-///   job sits at the edge of the card either way. Of the 7 corpus threads where they put an
-///   allocator setting first (PyTorch messages of 1.x-2.x), none was fixed by one: 5 by a
-///   smaller job, 1 by another device, 1 by an upgrade; `pytorch.cuda-oom`'s threads were
-///   fixed by an allocator setting in 2 of 81 and misled by one in 46.
-const ESTABLISHES_NOT_FIX: [&str; 4] = ["tactic_skipped", "legacy_message", "fragmentation", "free_plus_cached_covers"];
+/// gate takes its place by what fixed public threads. A TensorRT tactic skipped for lack of
+/// memory is not fatal by itself (the builder goes on with other tactics).
+const ESTABLISHES_NOT_FIX: [&str; 1] = ["tactic_skipped"];
+
+/// Conditions that date a fix to releases without the mechanism that would make it work on
+/// the reading that gates it, so it is ranked by what fixed public threads: `legacy_message`
+/// (a PyTorch message older than 2.1, before expandable segments). There a fragmentation
+/// reading's fix is `max_split_size_mb`, which only keeps large blocks from being split from
+/// now on and cannot make the free tails already trapped in live segments usable (as
+/// expandable segments do by unmapping and remapping their pages). Of the 6 corpus threads
+/// where it led, none was fixed by an allocator setting: 4 by a smaller job, 1 by another
+/// device, 1 by an upgrade.
+const DATES_TO_OLD_RELEASES: [&str; 1] = ["legacy_message"];
 
 /// Whether the log's numbers establish the mechanism a fix with these conditions treats
-/// and so which fix it needs ([`ESTABLISHES_NOT_FIX`]).
+/// and so which fix it needs ([`ESTABLISHES_NOT_FIX`], [`DATES_TO_OLD_RELEASES`]).
 fn singles_out(when: &[String]) -> bool {
-    when.iter().any(|w| names_a_mechanism(w) && !ESTABLISHES_NOT_FIX.contains(&w.as_str()))
+    !when.iter().any(|w| DATES_TO_OLD_RELEASES.contains(&w.as_str()))
+        && when.iter().any(|w| names_a_mechanism(w) && !ESTABLISHES_NOT_FIX.contains(&w.as_str()) && !DATES_TO_OLD_RELEASES.contains(&w.as_str()))
 }
 
 /// Which memory an entry's failure exhausts, coarsely: an accelerator's main memory

@@ -615,11 +615,10 @@ fn outcomes() {
 // 458, fix 1 231 (50%), among 1-3 362 (79%), harmful 51. Leading with the kind of change
 // whose share of fixed threads less its share of misled threads is highest (`Weights::harm`)
 // then gave fix 1 214 (47%), among 1-3 366 (80%; 362 from every candidate), harmful 31 (6.8%):
-// 20 fewer misleading first fixes for 17 fewer right ones. Letting a fragmentation reading
-// (and the message format's date) establish the cause without putting the allocator setting
-// first (`advise::ESTABLISHES_NOT_FIX`): fix 1 219 (48%), among 1-3 367, harmful 29 (6.3%).
-// PyTorch's and StreamExecutor's cuDNN/cuBLAS wordings read as facts, and host failures
-// ranked by their OS's threads: fix 1 221 (48%), among 1-3 370 (81%), harmful 28 (6.1%).
+// 20 fewer misleading first fixes for 17 fewer right ones. A pre-2.1 fragmentation reading's
+// max_split_size_mb no longer leads (`advise::DATES_TO_OLD_RELEASES`), PyTorch's and
+// StreamExecutor's cuDNN/cuBLAS wordings are read as facts, and host failures are ranked by
+// their OS's threads: fix 1 220 (48%), among 1-3 370 (81%), harmful 28 (6.1%).
 // The floors follow the corpus as
 // committed, a point or two below so that records added do not fail the test by themselves;
 // worse advice does. The held-out sets (*heldout*.jsonl) are reported, not asserted: no floor
