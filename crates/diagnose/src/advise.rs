@@ -158,7 +158,9 @@ pub fn apply(f: &mut Finding, entry: &Entry, facts: &Facts, lang: Lang, unranked
                 Some(CaseOutcomes { facet, threads: cell.threads, categories: outcome_list(cell) })
             })
             .collect();
-        f.outcomes = Some(Outcomes { threads: m.threads, categories: outcome_list(m), by_case });
+        let mut misled: Vec<Outcome> = m.misled.iter().map(|(c, o)| Outcome { category: c.clone(), count: o.count, links: o.links.clone() }).collect();
+        misled.sort_by(|a, b| b.count.cmp(&a.count).then(a.category.cmp(&b.category)));
+        f.outcomes = Some(Outcomes { threads: m.threads, categories: outcome_list(m), by_case, misled });
     }
     // A known regression in the range of a version this log prints: moving to another
     // release is the first fix, with its evidence.
@@ -266,11 +268,26 @@ fn names_a_mechanism(condition: &str) -> bool {
 /// answer, so it takes its place by what fixed public threads.
 const HEDGES: [&str; 4] = ["fragmentation_possible", "!xla_generated_op", "held_outside_allocator", "free_covers_request"];
 
-/// Whether the log's numbers establish the mechanism a fix with these conditions treats.
-/// A TensorRT tactic skipped for lack of memory is not fatal by itself (the builder goes on
-/// with other tactics): it establishes the cause of that line, not which fix the job needs.
+/// Conditions that establish a cause without saying which fix the job needs, so a fix they
+/// gate takes its place by what fixed public threads. A TensorRT tactic skipped for lack of
+/// memory is not fatal by itself (the builder goes on with other tactics).
+const ESTABLISHES_NOT_FIX: [&str; 1] = ["tactic_skipped"];
+
+/// Conditions that date a fix to releases without the mechanism that would make it work on
+/// the reading that gates it, so it is ranked by what fixed public threads: `legacy_message`
+/// (a PyTorch message older than 2.1, before expandable segments). There a fragmentation
+/// reading's fix is `max_split_size_mb`, which only keeps large blocks from being split from
+/// now on and cannot make the free tails already trapped in live segments usable (as
+/// expandable segments do by unmapping and remapping their pages). Of the 6 corpus threads
+/// where it led, none was fixed by an allocator setting: 4 by a smaller job, 1 by another
+/// device, 1 by an upgrade.
+const DATES_TO_OLD_RELEASES: [&str; 1] = ["legacy_message"];
+
+/// Whether the log's numbers establish the mechanism a fix with these conditions treats
+/// and so which fix it needs ([`ESTABLISHES_NOT_FIX`], [`DATES_TO_OLD_RELEASES`]).
 fn singles_out(when: &[String]) -> bool {
-    when.iter().any(|w| names_a_mechanism(w) && w != "tactic_skipped")
+    !when.iter().any(|w| DATES_TO_OLD_RELEASES.contains(&w.as_str()))
+        && when.iter().any(|w| names_a_mechanism(w) && !ESTABLISHES_NOT_FIX.contains(&w.as_str()) && !DATES_TO_OLD_RELEASES.contains(&w.as_str()))
 }
 
 /// Which memory an entry's failure exhausts, coarsely: an accelerator's main memory
@@ -314,6 +331,10 @@ pub struct Weights {
     pub family: f64,
     /// A memory's toward the whole corpus's.
     pub group: f64,
+    /// What a first fix that misleads costs against one that works: a fix is ranked by the
+    /// share of threads it fixed less `harm` times the share whose own text shows it would
+    /// not have helped ([`Evidence::utility`]).
+    pub harm: f64,
 }
 
 /// The weights in use, chosen by leave-one-out on the resolution corpus (each record ranked
@@ -324,9 +345,19 @@ pub struct Weights {
 /// Estimating them by moments instead (how much entries differ from their family in the
 /// corpus) gives an entry weight of 34, which ranks worse on every measure: the id-prefix
 /// families mix failures fixed in different ways (`cuda.*`, `generic.*`).
+/// `harm` is 1: a first fix that misleads costs as much as one that works gains, the plain
+/// expected number of threads helped less those misled, not a fitted value. On the 516-record
+/// corpus (each thread out of every level) it took harmful first fixes from 51 to 31 and fix 1
+/// from 231 to 214 (fixes 1-3 unchanged at 366): where a bare message cannot tell a smaller
+/// job from an upgrade, a code bug or another process, the conditional "if this began after an
+/// upgrade" now leads (`generic.device-oom`: a smaller job fixed 21 of 57 threads and misled
+/// 15; another release fixed 13 and misled 2). The sweep (`OOMDOC_PRIOR_SWEEP=1`, every
+/// candidate ranked with the thread out): harm 0 gives fix 1 227 and 53 harmful, 0.5 218 and
+/// 46, 0.75 211 and 32, 1 214 and 32, 1.5-2 206 and 32, 3 162 and 31; fixes 1-3 stay 361
+/// because only the first fix moves (ranking every fix by it lowered fixes 1-3 to 336 at 2).
 impl Default for Weights {
     fn default() -> Weights {
-        Weights { entry: 4.0, family: 4.0, group: 16.0 }
+        Weights { entry: 4.0, family: 4.0, group: 16.0, harm: 1.0 }
     }
 }
 
@@ -354,15 +385,33 @@ pub fn case_facets(f: &Finding) -> Vec<String> {
     if let Some(total) = f.sizes.total {
         out.push(format!("device={}", if total <= 4 << 30 { "small" } else { "large" }));
     }
+    if host_memory(f) {
+        out.push(format!("os={}", c.os.as_deref().unwrap_or("unstated")));
+    }
     out
+}
+
+/// Whether a finding exhausts the host's memory (its entry's memory space, or a `host.` id).
+fn host_memory(f: &Finding) -> bool {
+    f.memory_space.as_deref() == Some("host") || f.id.starts_with("host.")
 }
 
 /// The facet whose threads rank a finding's fixes before the entry's own: the workload
 /// facet of an inference or serving job (`workload=inference`). An entry's threads are
 /// mostly training jobs, whose fixes (a smaller batch, accumulation) an engine's user does
-/// not make; an engine sizes its memory by its own budgets. Other facets are shown, not
-/// ranked by (leave-one-out: they lowered fix 1).
+/// not make; an engine sizes its memory by its own budgets. A host-memory failure is ranked
+/// by the threads of its operating system first (`os=windows|linux|macos`, stated in the
+/// log): Windows does not overcommit, so an allocation fails at the commit limit (RAM plus
+/// page file), a cap the user sets, while Linux overcommits and kills at the cgroup or
+/// physical limit; on the 516-record corpus this put the fix that worked among fixes 1-3 in 3
+/// more threads (367 -> 370), fix 1 and harmful unchanged. Other facets are shown, not ranked
+/// by (leave-one-out: they lowered fix 1).
 pub fn workload_facet(f: &Finding) -> Option<String> {
+    if host_memory(f) {
+        if let Some(os) = f.case.os.as_deref() {
+            return Some(format!("os={os}"));
+        }
+    }
     f.case.inference().then(|| "workload=inference".to_string())
 }
 
@@ -377,6 +426,9 @@ fn add_counts(level: &mut EntryOutcomes, o: &EntryOutcomes) {
     level.threads += o.threads;
     for (category, x) in &o.categories {
         level.categories.entry(category.clone()).or_default().count += x.count;
+    }
+    for (category, x) in &o.misled {
+        level.misled.entry(category.clone()).or_default().count += x.count;
     }
 }
 
@@ -427,6 +479,24 @@ impl Evidence {
         let w = self.weights;
         let entry = shrunk(&self.entry, w.entry, shrunk(&self.family, w.family, shrunk(&self.group, w.group, global)));
         shrunk(&self.case, w.entry, entry)
+    }
+
+    /// The share of threads whose own text shows a category would not have helped, shrunk
+    /// level by level like [`Evidence::score`] (each category on its own: a thread may name
+    /// several).
+    pub fn harm(&self, category: &str) -> f64 {
+        let k = oomdoc_kb::FixCategory::ALL.len() as f64;
+        let global = (self.global.misled_count(category) as f64 + 1.0 / k) / (self.global.threads as f64 + 1.0);
+        let shrunk = |level: &EntryOutcomes, w: f64, broader: f64| (level.misled_count(category) as f64 + w * broader) / (level.threads as f64 + w);
+        let w = self.weights;
+        let entry = shrunk(&self.entry, w.entry, shrunk(&self.family, w.family, shrunk(&self.group, w.group, global)));
+        shrunk(&self.case, w.entry, entry)
+    }
+
+    /// What offering a category first is worth: the share it fixed less `harm` times the
+    /// share it misled.
+    pub fn utility(&self, category: &str) -> f64 {
+        self.score(category) - self.weights.harm * self.harm(category)
     }
 
     /// These counts with the entry's threads of `facet` (a [`case_facets`] cell of `table`)
@@ -506,6 +576,23 @@ pub fn rank(fixes: &mut Vec<FixOut>, entry: &Entry, evidence: &Evidence, how: Ra
         if fixes.first().is_some_and(|fx| fx.from_family.is_some() && !own_threads_lead(fx.category)) {
             if let Some(own) = fixes.iter().position(|fx| fx.from_family.is_none()) {
                 let fx = fixes.remove(own);
+                fixes.insert(0, fx);
+            }
+        }
+        // The first fix is the one a user follows, and a first fix that misleads costs more
+        // than one that does not help: unless the numbers single one out, the first is the
+        // entry's kind of change whose share of fixed threads less its share of misled ones
+        // is highest (`Evidence::utility`); the rest keep their order by what fixed threads.
+        if fixes.first().is_some_and(|fx| !singled_out(&fx.id)) {
+            let candidate = |fx: &FixOut| !investigate(fx) && (fx.from_family.is_none() || own_threads_lead(fx.category));
+            let best = fixes
+                .iter()
+                .enumerate()
+                .filter(|(_, fx)| candidate(fx))
+                .max_by(|(i, a), (j, b)| evidence.utility(a.category.as_str()).total_cmp(&evidence.utility(b.category.as_str())).then(j.cmp(i)))
+                .map(|(i, _)| i);
+            if let Some(i) = best.filter(|&i| i > 0) {
+                let fx = fixes.remove(i);
                 fixes.insert(0, fx);
             }
         }
@@ -659,7 +746,7 @@ mod tests {
             .iter()
             .map(|(c, n)| (c.to_string(), CategoryOutcome { count: *n, links: (0..*n).map(|i| format!("https://example.org/{c}/{threads}/{i}")).collect() }))
             .collect();
-        EntryOutcomes { threads, categories, by_case: Default::default() }
+        EntryOutcomes { threads, categories, by_case: Default::default(), misled: Default::default() }
     }
 
     fn table(entries: &[(&str, EntryOutcomes)]) -> Table {

@@ -308,6 +308,11 @@ pub struct Outcomes {
     /// `settings=stated`, `device=small`; `advise::case_facets`). Absent when none has.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub by_case: Vec<CaseOutcomes>,
+    /// The same threads by a category their own text shows would not have helped, most
+    /// first, with the links: what the first fix is weighed against (`advise::Weights::harm`).
+    /// Absent when no thread marks one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub misled: Vec<Outcome>,
 }
 
 /// What fixed the entry's threads that share one fact with this case.

@@ -84,7 +84,8 @@ fn first(findings: &[Finding]) -> Option<&Finding> {
 /// What fixed each entry's failures: records grouped by the entry oomdoc reads them as,
 /// counted by distinct thread.
 fn tally(records: &[Record], diagnosed: &[Option<Finding>]) -> Outcomes {
-    type Cell = (BTreeSet<String>, BTreeMap<String, BTreeSet<String>>);
+    // Threads, then by the category that worked, then by the categories that would have misled.
+    type Cell = (BTreeSet<String>, BTreeMap<String, BTreeSet<String>>, BTreeMap<String, BTreeSet<String>>);
     let mut entries: BTreeMap<String, (Cell, BTreeMap<String, Cell>)> = BTreeMap::new();
     for (r, f) in records.iter().zip(diagnosed) {
         let Some(f) = f else { continue };
@@ -95,21 +96,26 @@ fn tally(records: &[Record], diagnosed: &[Option<Finding>]) -> Outcomes {
         let count = |cell: &mut Cell| {
             cell.0.insert(r.source_url.clone());
             cell.1.entry(r.category.clone()).or_default().insert(r.source_url.clone());
+            for m in &r.misleading {
+                cell.2.entry(m.clone()).or_default().insert(r.source_url.clone());
+            }
         };
         count(all);
         for facet in case_facets(f) {
             count(by_case.entry(facet).or_default());
         }
     }
-    let outcomes = |(threads, cats): Cell| {
-        let categories = cats
-            .into_iter()
-            .map(|(c, links)| (c, CategoryOutcome { count: links.len() as u64, links: links.into_iter().collect() }))
-            .collect();
-        EntryOutcomes { threads: threads.len() as u64, categories, by_case: BTreeMap::new() }
+    let counted = |cats: BTreeMap<String, BTreeSet<String>>| -> BTreeMap<String, CategoryOutcome> {
+        cats.into_iter().map(|(c, links)| (c, CategoryOutcome { count: links.len() as u64, links: links.into_iter().collect() })).collect()
+    };
+    let outcomes = |(threads, cats, misled): Cell| EntryOutcomes {
+        threads: threads.len() as u64,
+        categories: counted(cats),
+        by_case: BTreeMap::new(),
+        misled: counted(misled),
     };
     Outcomes {
-        about: "What fixed each knowledge-base entry's failures in public threads: tests/corpus/resolutions/*.jsonl, each record read by `oomdoc diagnose` and counted under the entry of its first finding, by the fix category the thread says worked (distinct threads); `by_case` splits the same threads by facts of the case the log states (`oomdoc_diagnose::advise::case_facets`). Written by `OOMDOC_BLESS=1 cargo test -p oomdoc-diagnose --test outcomes`; do not edit by hand.".into(),
+        about: "What fixed each knowledge-base entry's failures in public threads: tests/corpus/resolutions/*.jsonl, each record read by `oomdoc diagnose` and counted under the entry of its first finding, by the fix category the thread says worked (distinct threads); `misled` counts the same threads by the categories the thread shows would not have helped; `by_case` splits the same threads by facts of the case the log states (`oomdoc_diagnose::advise::case_facets`). Written by `OOMDOC_BLESS=1 cargo test -p oomdoc-diagnose --test outcomes`; do not edit by hand.".into(),
         corpus_records: records.iter().filter(|r| !r.held_out).count() as u64,
         entries: entries
             .into_iter()
@@ -490,7 +496,7 @@ fn outcomes() {
         for entry_w in grid {
             for family_w in grid {
                 for group_w in [4.0, 16.0, 64.0] {
-                    let w = Weights { entry: entry_w, family: family_w, group: group_w };
+                    let w = Weights { entry: entry_w, family: family_w, group: group_w, ..Weights::default() };
                     let mut fig = Figures::default();
                     for (r, f, t) in &cases {
                         let Some(entry) = kb.by_id(&f.id) else { continue };
@@ -502,6 +508,19 @@ fn outcomes() {
                     println!("prior weights entry {entry_w} family {family_w} group {group_w}: fix 1 {} among 1-3 {} harmful {}", fig.fix1, fig.top3, fig.harmful);
                 }
             }
+        }
+        // What a misled thread costs against a fixed one (`Weights::harm`), the others as set.
+        for harm in [0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0] {
+            let w = Weights { harm, ..Weights::default() };
+            let mut fig = Figures::default();
+            for (r, f, t) in &cases {
+                let Some(entry) = kb.by_id(&f.id) else { continue };
+                let mut fixes = f.fixes.clone();
+                fixes.retain(|x| !(x.id.starts_with(REGRESSION_FIX) && x.references.iter().any(|l| l.url == r.source_url)));
+                rank(&mut fixes, entry, &Evidence::of(entry, t, w), Ranking::Measured);
+                fig.add(&judge(r, f, &fixes));
+            }
+            println!("harm weight {harm}: fix 1 {} among 1-3 {} harmful {}", fig.fix1, fig.top3, fig.harmful);
         }
     }
     let mut report = String::new();
@@ -593,12 +612,19 @@ fn outcomes() {
 // gave detected 377, fix 1 204 (54%), among 1-3 309 (82%), harmful 30; the 107 records then
 // promoted from the three older held-out sets (c-corpus, d-corpus-b, d-corpus-c, measured as
 // held out first: detected 81, fix 1 24, among 1-3 55, harmful 9) brought it to detected
-// 458, fix 1 231 (50%), among 1-3 362 (79%), harmful 51. The floors follow the corpus as
+// 458, fix 1 231 (50%), among 1-3 362 (79%), harmful 51. Leading with the kind of change
+// whose share of fixed threads less its share of misled threads is highest (`Weights::harm`)
+// then gave fix 1 214 (47%), among 1-3 366 (80%; 362 from every candidate), harmful 31 (6.8%):
+// 20 fewer misleading first fixes for 17 fewer right ones. A pre-2.1 fragmentation reading's
+// max_split_size_mb no longer leads (`advise::DATES_TO_OLD_RELEASES`), PyTorch's and
+// StreamExecutor's cuDNN/cuBLAS wordings are read as facts, and host failures are ranked by
+// their OS's threads: fix 1 220 (48%), among 1-3 370 (81%), harmful 28 (6.1%).
+// The floors follow the corpus as
 // committed, a point or two below so that records added do not fail the test by themselves;
 // worse advice does. The held-out sets (*heldout*.jsonl) are reported, not asserted: no floor
 // is fitted to them.
 const FLOOR_DETECTED_PCT: u32 = 88;
-const FLOOR_FIX1_PCT: u32 = 49;
-const FLOOR_TOP3_PCT: u32 = 78;
-const CEILING_HARMFUL_PCT: u32 = 12;
+const FLOOR_FIX1_PCT: u32 = 47;
+const FLOOR_TOP3_PCT: u32 = 79;
+const CEILING_HARMFUL_PCT: u32 = 7;
 const CEILING_CONTRADICTIONS: usize = 0;

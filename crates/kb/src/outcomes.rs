@@ -32,6 +32,12 @@ pub struct EntryOutcomes {
     /// facet's threads and what fixed them. Absent in files written before the split.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub by_case: BTreeMap<String, EntryOutcomes>,
+    /// The same threads by a fix category their own text shows would not have helped (the
+    /// corpus's `misleading`: a smaller batch where an upgrade fixed it, an allocator setting
+    /// where another process held the card): what following that fix first cost those users.
+    /// A thread may name several. Absent in files written before it was counted.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub misled: BTreeMap<String, CategoryOutcome>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
@@ -48,11 +54,21 @@ impl EntryOutcomes {
         self.categories.get(category).map_or(0, |c| c.count)
     }
 
+    /// How many threads show a category would not have helped (0 when none).
+    pub fn misled_count(&self, category: &str) -> u64 {
+        self.misled.get(category).map_or(0, |c| c.count)
+    }
+
     /// Add `other`'s threads, counts and links to these (its `by_case` cells too).
     pub fn add(&mut self, other: &EntryOutcomes) {
         self.threads += other.threads;
         for (category, o) in &other.categories {
             let c = self.categories.entry(category.clone()).or_default();
+            c.count += o.count;
+            c.links.extend(o.links.iter().cloned());
+        }
+        for (category, o) in &other.misled {
+            let c = self.misled.entry(category.clone()).or_default();
             c.count += o.count;
             c.links.extend(o.links.iter().cloned());
         }
@@ -72,6 +88,13 @@ impl EntryOutcomes {
             }
         }
         self.categories.retain(|_, c| c.count > 0);
+        for c in self.misled.values_mut() {
+            if let Some(i) = c.links.iter().position(|l| l == link) {
+                c.links.remove(i);
+                c.count = c.count.saturating_sub(1);
+            }
+        }
+        self.misled.retain(|_, c| c.count > 0);
         if found {
             self.threads = self.threads.saturating_sub(1);
         }

@@ -112,6 +112,15 @@ grammar!(fw_onnxruntime, r"(?i)\bonnxruntime\b|onnxruntime/|\bCUDAExecutionProvi
 // Paddle's allocator wording (paddle/fluid/memory/allocation: "Out of memory error on GPU %d.
 // Cannot allocate %s memory on GPU %d, ...") names it where no path does.
 grammar!(fw_paddle, r"\bpaddle\b|paddlepaddle|Paddle(?:Tensor|Error)|Out of memory error on (?:GPU|NPU|XPU|MLU) \d+\. Cannot allocate");
+// PyTorch's own check macros word a cuDNN or cuBLAS status as no other runtime does
+// (aten/src/ATen/cuda/Exceptions.h at 0220ea5a: AT_CUDNN_CHECK "cuDNN error: " +
+// cudnnGetErrorString, TORCH_CUDABLAS_CHECK "CUDA error: " + status + " when calling `EXPR`";
+// TensorFlow's StreamExecutor says "failed to create cublas handle: ", ggml's CUDA check has no
+// "when calling", Transformer Engine writes "cuDNN Error: "). So does the convolution that
+// ran out of cuDNN algorithms, each failing for memory (aten/src/ATen/native/cudnn/Conv_v7.cpp
+// at 01b468ad, AlgoIterator::try_all: TORCH_CHECK, a RuntimeError; ONNX Runtime's
+// ORT_ENFORCE of the same words is no RuntimeError). Case-sensitive on purpose.
+grammar!(fw_pytorch_checks, r"cuDNN error: CUDNN_STATUS_[A-Z_]+|CUDA error: CUBLAS_STATUS_[A-Z_]+ when calling `|RuntimeError: Unable to find a valid cuDNN algorithm to run convolution");
 // TensorFlow named by itself (paths, imports, Keras), not by the exception class name
 // `ResourceExhaustedError`, which Paddle raises too.
 grammar!(tf_strong, r"tensorflow|\bkeras|\btf\.");
@@ -169,7 +178,7 @@ pub fn frameworks(t: &str) -> Vec<&'static str> {
         ("directml", fw_directml().is_match(t)),
         ("paddle", fw_paddle().is_match(t)),
         ("onnxruntime", fw_onnxruntime().is_match(t)),
-        ("pytorch", has("pytorch")),
+        ("pytorch", has("pytorch") || fw_pytorch_checks().is_match(t)),
         ("data", fw_data().is_match(t)),
     ];
     checks.into_iter().filter(|c| c.1).map(|c| c.0).collect()

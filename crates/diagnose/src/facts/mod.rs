@@ -340,6 +340,12 @@ fn family_facts(f: &Finding, x: &mut Facts, block: &str) {
     if id == "cuda.cublas-alloc-failed" && block.contains("CUDA error: CUBLAS_STATUS") {
         x.set("cublas_cuda_check_wording");
     }
+    // "failed to create cublas handle: " is StreamExecutor's (TensorFlow's, and XLA's under
+    // it) `CUDABlas::Init`, whose own explanation blames a framework that "may have
+    // preallocated more than its fair share": the process's own pool took the GPU.
+    if id == "cuda.cublas-alloc-failed" && block.contains("failed to create cublas handle: ") {
+        x.set("stream_executor_cublas_init");
+    }
     if id == "tpu.allocation-exceeds-memory" {
         x.set("request_exceeds_capacity");
     }
