@@ -437,6 +437,10 @@ grammar!(handle_create, r"\bcu(?:solver|blas|sparse)\w*Create(?:_v2)?\b");
 grammar!(handle_create_failed, r"\b[Cc]heck failed:\s*\(?\s*(?P<call>cu(?:solver|blas|sparse)\w*Create\w*)\([^)\n]*\)\s*==\s*CU(?:SOLVER|BLAS|SPARSE)_STATUS_SUCCESS\b");
 const NOT_INIT_HANDLE: &str = "the library could not create its handle; with no other error, that is the GPU out of memory when the library initialises (a CUDA/library version mismatch reads the same)";
 grammar!(error_label_before, r"(?i)\b\w*(?:error|exception)\s*:\s*$");
+// What shows a JVM ran: its packages and stack frames (`at java.util.…(Arrays.java:3664)`), its
+// thread header, its launcher and build tools, and the detail messages of its OutOfMemoryError
+// kinds ([`vocabulary::HOST_NAMES`], JVM_KINDS).
+grammar!(jvm_context, r#"\bjava\.\w|\bjavax?\.\w|\.java:\d|\.scala:\d|\bat (?:java|javax|jdk|sun|scala|org|com|io|net)\.[\w.$]+\(|Exception in thread "|\bJVM\b|\bjvm\b|\bJava\b|\bHotSpot\b|\bhs_err_pid|-Xmx\d|\bGradle\b|\bgradle\w*|\bSpark\b|\bspark\.|\bKotlin\b|\bElasticsearch\b|\bjava heap space\b|(?i:java heap space)|\bGC overhead limit exceeded\b|\bMetaspace\b|\bRequested array size exceeds VM limit\b"#);
 grammar!(alloc_words, r"(?i)\balloc\w*[ _](?:fail|error)|\bfailed to alloc|\bunable to alloc|\bout of (?:\w+ )?memory");
 // A runtime's device allocation call that failed. Without a status that says why, lack of
 // memory is the usual reason (DirectML's `CHECK failed: ... CreateCommittedResource ... >= 0`).
@@ -468,6 +472,13 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
             // Java's `OutOfMemoryError` is `java.lang.`'s; another package's class of that name
             // (`torch.OutOfMemoryError`, `cupy.cuda.memory.OutOfMemoryError`) is not the JVM's heap.
             if member.runtime == "java" && t[..s].ends_with('.') && !t[..s].ends_with("java.lang.") {
+                continue;
+            }
+            // A bare `OutOfMemoryError` is the JVM's only where the log shows a JVM: Python prints a
+            // class without its module (IPython's `OutOfMemoryError  Traceback (most recent call
+            // last)`, transformers' `OutOfMemoryError: CUDA out of memory.`), and prose names one
+            // ("a CUDA OutOfMemoryError").
+            if member.runtime == "java" && !t[..s].ends_with("java.lang.") && !jvm_context().is_match(t) {
                 continue;
             }
             seen.push((s, m.end(), member, s, m.end(), false));
@@ -540,7 +551,8 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
         let named_here = &t[vs..ve] == member.name;
         // A name that is not itself an error name (`E_OUTOFMEMORY`, `ENOMEM`) needs an error marker.
         // An `OUT_OF_*` member (`CL_OUT_OF_RESOURCES`) is an error name by itself too.
-        let self_marked = named_here && (member.name.contains("ERROR") || member.name.contains("Error") || member.name.contains("FAIL") || member.name.contains("Fail") || member.name.contains("OUT_OF"));
+        // The JVM prints an OutOfMemoryError kind's detail message for nothing else: an error by itself.
+        let self_marked = (!named_here && member.runtime == "java") || named_here && (member.name.contains("ERROR") || member.name.contains("Error") || member.name.contains("FAIL") || member.name.contains("Fail") || member.name.contains("OUT_OF"));
         // A failure status returned by the call itself needs no other marker.
         if !self_marked && !adjacent && !error_marker().is_match(line) {
             continue;

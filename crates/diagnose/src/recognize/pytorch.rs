@@ -20,13 +20,18 @@ grammar!(async_free, r"Free \(according to CUDA\)\s*:\s*(?P<v>{SZ})");
 grammar!(async_cap, r"PyTorch limit \(set by user-supplied memory fraction\)\s*:\s*(?P<v>{SZ})");
 grammar!(cuda_error2, r"(?i)cuda\w*(?: \w+){0,3} (?:failed )?with error 2 out of memory");
 grammar!(gpu_index, r"\((?P<w>GPU|NPU) (?P<i>\d+);|GPU (?P<j>\d+) has a total capac");
-grammar!(total, r"(?P<v>{SZ}) total capacity|total capac(?:i)?ty of\s+(?P<w>{SZ})");
-grammar!(allocated, r"(?P<v>{SZ}) already allocated|Of the allocated memory\s+(?P<w>{SZ})\s+is allocated by PyTorch");
-grammar!(free, r"(?P<v>{SZ}) free[;)]|of which\s+(?P<w>{SZ})\s+is free");
-grammar!(reserved, r"(?P<v>{SZ}) reserved in total by PyTorch");
+// A console that wraps at word ends (rich, textwrap) drops the space it breaks at, and the
+// wrapped pieces are glued back without one: "5.24 GiB already" + "allocated;" reads
+// "alreadyallocated". Between the words of these phrases a space may be missing.
+grammar!(total, r"(?P<v>{SZ})\s*total\s*capacity|total\s*capac(?:i)?ty\s*of\s*(?P<w>{SZ})");
+grammar!(allocated, r"(?P<v>{SZ})\s*already\s*allocated|Of\s*the\s*allocated\s*memory\s*(?P<w>{SZ})\s*is\s*allocated\s*by\s*PyTorch");
+grammar!(free, r"(?P<v>{SZ})\s*free[;)]|of\s*which\s*(?P<w>{SZ})\s*is\s*free");
+grammar!(reserved, r"(?P<v>{SZ})\s*reserved\s*in\s*total\s*by\s*PyTorch");
 grammar!(cached, r"(?P<v>{SZ}) cached\)");
-grammar!(reserved_unalloc, r"(?P<v>{SZ})\s+is reserved by PyTorch but unallocated");
-grammar!(process_total, r"this process has\s+(?P<v>{SZ})\s+memory in use");
+// "and Y is reserved by PyTorch but unallocated" (a paste may cut the last words: the sentence
+// form has no other "is reserved by PyTorch").
+grammar!(reserved_unalloc, r"(?P<v>{SZ})\s*is\s*reserved\s*by\s*PyTorch(?:\s*but\s*unallocated|\s+b\w*\s*$|\s*$)");
+grammar!(process_total, r"this\s*process\s*has\s*(?P<v>{SZ})\s*memory\s*in\s*use");
 grammar!(process_line, r"Process\s+(?P<pid>\d+)\s+has\s+(?P<v>{SZ})\s+memory in use");
 grammar!(allowed, r"(?P<v>{SZ})\s+allowed;");
 grammar!(private_pools, r"with\s+(?P<v>{SZ})\s+allocated in private pools");

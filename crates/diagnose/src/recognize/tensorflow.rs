@@ -16,8 +16,12 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     if !has(t, "OOM when allocating") {
         return;
     }
-    for c in oom_tensor().captures_iter(t) {
+    let all: Vec<_> = oom_tensor().captures_iter(t).collect();
+    for (i, c) in all.iter().enumerate() {
         let m = c.get(0).unwrap();
+        // The node named after this message, not after the next one (a title that repeats the
+        // headline above a log would take the log's node and cover its message).
+        let next = all.get(i + 1).map_or(t.len(), |n| n.get(0).unwrap().start());
         let mut h = Hit::new("tensorflow.oom-tensor", m.start(), m.end());
         let dims: Vec<u64> = c.name("dims").map_or("", |d| d.as_str()).split(',').filter_map(|d| d.trim().parse().ok()).collect();
         if !dims.is_empty() {
@@ -46,7 +50,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         if let Some(a) = c.name("alloc") {
             h.detail("allocator", a.as_str());
         }
-        if let Some(n) = node().captures(window(t, m.end(), 1500)) {
+        if let Some(n) = node().captures(window(&t[..next], m.end(), 1500)) {
             h.culprit.node = n.name("n").or(n.name("m")).map(|x| x.as_str().to_string());
             h.culprit.op = h.culprit.node.clone();
             h.end = m.end() + n.get(0).unwrap().end();
