@@ -130,7 +130,7 @@ pub const TRIGGERS: &[&str] = &[
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
 grammar!(
     strong,
-    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|\bout of gpu and shared host memory\b|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev|mpp|dma)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)?\b|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|(?:memory |host |device )?allocation of (?:size )?\d+(?: bytes)? failed|allocating \d+ bytes exceeds the memory limit of \d+|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b|\ballocator memory exhausted\b"
+    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|\bout of gpu and shared host memory\b|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev|mpp|dma)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)?\b|memory[ _]allocation[ _](?:has[ _])?failed|memory[ _]allocation[ _]error\b|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|(?:memory |host |device )?allocation of (?:size )?\d+(?: bytes)? failed|allocating \d+ bytes exceeds the memory limit of \d+|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b|\ballocator memory exhausted\b"
 );
 // What makes the line an error report, before the phrase.
 grammar!(
@@ -856,7 +856,17 @@ fn sizes(msg: &str, h: &mut Hit) {
         }
     }
     if h.get(SizeKey::Requested).is_none() {
-        if let Some(v) = size_eq().captures(msg).and_then(|c| c.name("v").or(c.name("w"))) {
+        // Not a property of a style sheet or a kebab-case name (`font-size: 15.04px`): a size word
+        // after '-' or a figure that runs on into a fraction or a unit is not a byte count.
+        let bytes_like = |c: &regex::Captures| {
+            let m = c.get(0).unwrap();
+            let v = c.name("v").or(c.name("w")).unwrap();
+            let glued_before = msg[..m.start()].ends_with(['-', '_']);
+            let rest = &msg[v.end()..];
+            let runs_on = rest.starts_with('.') && rest[1..].starts_with(|ch: char| ch.is_ascii_digit()) || rest.starts_with(|ch: char| ch.is_ascii_alphabetic());
+            !glued_before && !runs_on
+        };
+        if let Some(v) = size_eq().captures_iter(msg).find(|c| bytes_like(c)).and_then(|c| c.name("v").or(c.name("w"))) {
             let v = v.as_str();
             let bytes = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
                 Some(hex) => u64::from_str_radix(hex, 16).ok(),

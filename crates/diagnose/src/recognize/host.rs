@@ -104,6 +104,7 @@ pub const TRIGGERS: &[&str] = &[
     // The same DataLoader sentence retyped by a user in other casing ("insufficient Shared memory (SHM)"):
     // its abbreviation in either case (the grammar reads the sentence case-insensitively).
     "memory (shm)",
+    "creating shared memory segment",
     "memory (SHM)",
     "WinError 1455",
     "error 1455",
@@ -225,7 +226,8 @@ grammar!(
     exit137,
     r#"\b(?:[Ee]xit(?:ed|s)?(?: with)?(?: exit)?|returned non-zero exit|status)(?: status)?(?: code)?:? 137\b|(?i:signal 9 \(SIGKILL\))(?: received by PID \d+)?|died with <Signals\.SIGKILL: 9>|killed by signal: Killed|failed \(exitcode: -9\)(?: local_rank: \d+ \(pid: \d+\))?|(?i:exit_?code)"?:\s*137\b|\breturn code(?::| =)? 137\b|\breturned a non-zero code: 137\b|\b(?:executor failed running \[[^\]\n]*\]|did not complete successfully): exit code: 137\b|\bexits with return code = -9\b|\bWorker \(pid:\d+\) was sent SIGKILL!(?: Perhaps out of memory\?)?|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES[^\n]*\n(?:[^\n]*\n){0,3}?[= ]*EXIT CODE: 9\b"#
 );
-grammar!(shell_killed, r"(?m)^[ \t]*(?:[\w/.\-]+: (?:line \d+: )?)?(?:\[\d+\][ \t]*[+-]?[ \t]*)?(?:\d+[ \t]+)?(?:Killed|killed)(?::[ \t]*9)?(?:[ \t]+[^\n]{1,2000})?[ \t]*$|(?m)(?:it/s|s/it)\]Killed[ \t]*$");
+// (A markdown heading's marks may stand before bash's own job line: an issue titled with it.)
+grammar!(shell_killed, r"(?m)^[ \t]*#{1,6}[ \t]+[\w/.\-]+: line \d+: \d+[ \t]+Killed(?:[ \t]+[^\n]{1,2000})?[ \t]*$|(?m)^[ \t]*(?:[\w/.\-]+: (?:line \d+: )?)?(?:\[\d+\][ \t]*[+-]?[ \t]*)?(?:\d+[ \t]+)?(?:Killed|killed)(?::[ \t]*9)?(?:[ \t]+[^\n]{1,2000})?[ \t]*$|(?m)(?:it/s|s/it)\]Killed[ \t]*$");
 // What a job prints about its memory before the shell reports it killed.
 grammar!(memory_before_kill, r"(?i)\b(?:exceeds? \d+% of (?:free )?system memory|(?:system|host|free|available) memory|memory usage|\bRAM\b|swap|allocat(?:e|ing|ion) (?:of )?\d[\d.,]*\s?(?:[KMGT]i?B|bytes)?)");
 const KILL_AFTER_MEMORY: &str = "the shell reports the job killed by SIGKILL, and the lines before it report the job's memory use: the kernel's OOM killer sends SIGKILL to the process that outgrows the machine's memory (dmesg shows 'Killed process' to confirm); a kill by hand or by a scheduler reads the same";
@@ -273,6 +275,12 @@ grammar!(enospc, r"No space left on device");
 // Objects that live in /dev/shm: semaphores, `shm_open` names (PyTorch's `/torch_<pid>_<n>`).
 // NCCL's `Error while creating shared memory segment PATH (size N), error: No space left on device (28)`
 // (NVIDIA/nccl v2.30.7-1 src/os/linux.cc, v2.7.8-1 src/include/shm.h): its segments live in /dev/shm.
+// NCCL's own segment in /dev/shm that could not be grown: `WARN("Error: failed to extend %s to %ld
+// bytes", …)` when fallocate fails, then `WARN("Error while %s shared memory segment %s (size %ld)",
+// create ? "creating" : …)` (NVIDIA/nccl v2.19.3-1 src/misc/shmutils.cc; v2.12.12-1 the same with
+// ftruncate; v2.29.7-1 appends ", error: %s (%d)", read by the ENOSPC rule below). On tmpfs
+// fallocate fails for want of space: a /dev/shm too small (a container's 64 MB default).
+grammar!(nccl_shm_create, r"Error while creating shared memory segment (?P<path>/dev/shm/[\w.\-]+) \(size (?P<size>\d+)\)(?P<err>, error: )?");
 grammar!(shm_context, r"shared memory segment|/dev/shm|\bSemLock\b|multiprocessing/synchronize\.py|</torch_\w+>|\bshm_open\b|\bsem_open\b|shared memory object|_share_(?:fd|filename)_cpu_");
 
 // Windows ERROR_COMMITMENT_LIMIT (1455): the commit charge (RAM + page file) is used up; Windows
@@ -504,6 +512,12 @@ fn allocators(t: &str, hits: &mut Vec<Hit>) {
     }
     if has(t, "bad_alloc") || has(t, "bad allocation") {
         for m in bad_alloc().find_iter(t) {
+            // Thrust's bad_alloc what() appends the CUDA runtime's error (thrust/system/detail/bad_alloc.h,
+            // 1.9.4+: "bad allocation: cudaErrorMemoryAllocation: out of memory" through pybind11's
+            // MemoryError): the device's failure, read by the runtime-status rule in generic.rs.
+            if t[m.end()..].starts_with(": cudaErrorMemoryAllocation") {
+                continue;
+            }
             let mut h = host_hit("host.bad-alloc", m.start(), m.end());
             h.priority = 30;
             hits.push(h);
@@ -697,6 +711,26 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
         }
         h.priority = 15;
         hits.push(h);
+    }
+    if has(t, "creating shared memory segment") {
+        for c in nccl_shm_create().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            if c.name("err").is_some() || hits.iter().any(|h| h.id == "host.dev-shm" && h.start <= m.end() && m.start() <= h.end + 200) {
+                continue;
+            }
+            let mut h = host_hit("host.dev-shm", m.start(), m.end());
+            h.detail("runtime", "nccl");
+            if let Ok(n) = c["size"].parse::<u64>() {
+                h.bytes(SizeKey::Requested, n, format!("{n} bytes"));
+            }
+            let extend = format!("failed to extend {} to ", &c["path"]);
+            // Every rank prints its own pair: one rank's extension failure speaks for the others' segments.
+            if !super::window_before(t, m.start(), 3000).contains(&extend) && !t.contains("failed to extend /dev/shm/") {
+                h.likely("NCCL could not create its shared-memory segment in /dev/shm; the line before it, which says whether growing the file failed (a full /dev/shm), is not in the text");
+            }
+            h.priority = 16;
+            hits.push(h);
+        }
     }
     // ENOSPC where the file is shared memory: POSIX semaphores (`multiprocessing.SemLock`)
     // and `shm_open` objects live in /dev/shm on Linux, so a full /dev/shm fails their

@@ -44,7 +44,10 @@ grammar!(private_pools, r"with\s+(?P<v>{SZ})\s+allocated in private pools");
 // not bytes, and stays out.
 grammar!(mps_buffer_size, r"Invalid buffer size:\s*(?P<req>{SZ})?|\[MPS(?:Temporary)?NDArray initWithDevice:descriptor:(?:isTextureBacked:)?\] Error: total bytes of NDArray > 2\*\*32");
 grammar!(mps, r"MPS backend out of memory \(MPS allocated:\s*(?P<a>{SZ}),\s*other allocations:\s*(?P<o>{SZ}),\s*max allowed:\s*(?P<m>{SZ})\)\.?(?:\s*Tried to allocate\s+(?P<req>{SZ})(?:\s+on\s+(?P<pool>\w+)\s+pool)?)?");
-grammar!(cuda_error, r"(?P<dev>CUDA|HIP) error:\s*out of memory|(?P<dev2>cudaMalloc|hipMalloc)(?:Async|Managed)? failed:? out of memory|(?P<dev3>CUDA|HIP): out of memory");
+// A project's own CUDA check may put the failing call's place between "CUDA error:" and the
+// runtime's words (XGBoost 0.6x plugin/updater_gpu `device_helpers.cuh` safe_cuda: "CUDA error: " <<
+// file << "(" << line << "): " << cudaGetErrorString(code)).
+grammar!(cuda_error, r"(?P<dev>CUDA|HIP) error:\s*(?:[^\s()]{1,300}\(\d+\):\s*)?out of memory|(?P<dev2>cudaMalloc|hipMalloc)(?:Async|Managed)? failed:? out of memory|(?P<dev3>CUDA|HIP): out of memory");
 grammar!(thc, r"THCudaCheck FAIL file=(?P<file>\S+) line=(?P<line>\d+) error=2 : out of memory");
 grammar!(cuda_runtime_error, r"cuda runtime error \(2\) : out of memory(?: at (?P<loc>\S+))?");
 grammar!(headline, r"(?P<dev>CUDA|HIP|XPU|NPU|MTIA) out of memory\.");
