@@ -24,7 +24,8 @@ grammar!(gpu_index, r"\((?P<w>GPU|NPU) (?P<i>\d+);|GPU (?P<j>\d+) has a total ca
 // wrapped pieces are glued back without one: "5.24 GiB already" + "allocated;" reads
 // "alreadyallocated". Between the words of these phrases a space may be missing.
 grammar!(total, r"(?P<v>{SZ})\s*total\s*capacity|total\s*capac(?:i)?ty\s*of\s*(?P<w>{SZ})");
-grammar!(allocated, r"(?P<v>{SZ})\s*already\s*allocated|Of\s*the\s*allocated\s*memory\s*(?P<w>{SZ})\s*is\s*allocated\s*by\s*PyTorch");
+// (A paste cut at the text's end may stop inside the word: "20.68 GiB already allocate".)
+grammar!(allocated, r"(?P<v>{SZ})\s*already\s*allocat(?:ed|e?\s*$)|Of\s*the\s*allocated\s*memory\s*(?P<w>{SZ})\s*is\s*allocated\s*by\s*PyTorch");
 grammar!(free, r"(?P<v>{SZ})\s*free[;)]|of\s*which\s*(?P<w>{SZ})\s*is\s*free");
 grammar!(reserved, r"(?P<v>{SZ})\s*reserved\s*in\s*total\s*by\s*PyTorch");
 grammar!(cached, r"(?P<v>{SZ}) cached\)");

@@ -55,6 +55,17 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.culprit.op = h.culprit.node.clone();
             h.end = m.end() + n.get(0).unwrap().end();
         }
+        // The BFC allocator dumps its Stats (Limit, InUse) before the op's "OOM when allocating"
+        // line (tensorflow/core/common_runtime/bfc_allocator.cc DumpMemoryLog, then op_kernel.cc's
+        // OP_REQUIRES): a paste that starts inside the dump has lost the "ran out of memory trying to
+        // allocate" line that would own them. The nearest Stats since the previous message.
+        let prev_end = if i == 0 { 0 } else { all[i - 1].get(0).unwrap().end() };
+        if let Some(s) = t[prev_end..m.start()].rfind("Stats:") {
+            let at = prev_end + s;
+            if m.start() - at <= 20_000 && t[at..m.start()].matches('\n').count() <= 40 {
+                super::gpu_xla::bfc_dump(t, at, &mut h);
+            }
+        }
         let on = |kind: &str| dev.as_deref().is_some_and(|d| d.contains(&format!("device:{kind}")) || d.contains(&format!("/{kind}:")));
         h.platform = Some(if dev.as_deref().is_some_and(|d| d.contains("TPU")) {
             Platform::Tpu
