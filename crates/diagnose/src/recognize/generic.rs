@@ -236,7 +236,12 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     let existing: Vec<(usize, usize)> = hits.iter().map(|h| (h.start, h.end)).collect();
     let mut named = statuses(t, &existing);
     let mut found: Vec<Hit> = Vec::new();
+    // The end of the lines that follow a failed request of zero bytes (see below).
+    let mut zero_until = 0;
     for m in strong().find_iter(t) {
+        if m.start() < zero_until {
+            continue;
+        }
         let (ls, le) = line_bounds(t, m.start(), m.end());
         // Anything a family grammar already claimed nearby is that family's message.
         let (ns, ne) = near(t, ls, le, 2);
@@ -286,6 +291,12 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         if other_cause().is_match(&t[m.end()..le]) {
             continue;
         }
+        // ggml's scheduler notes a first try that did not fit the reserved buffers and reserves
+        // again ("%s: failed to allocate graph, reserving", ggml-backend.cpp
+        // ggml_backend_sched_alloc_splits, llama.cpp b4747; its failure is "failed to allocate graph").
+        if t[m.end()..le].starts_with(" graph, reserving") {
+            continue;
+        }
         // Locking pages in RAM (mlock, VirtualLock) fails with ENOMEM at RLIMIT_MEMLOCK: the
         // pages exist, they just stay swappable (llama.cpp's "failed to mlock" warning).
         if page_lock().is_match(line) {
@@ -319,6 +330,14 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.confidence = Confidence::Likely;
         }
         sizes(&t[start..end], &mut h);
+        // A request of zero bytes that "failed" lacked no memory: an allocator's warning printed
+        // before a fallback (ggml-vulkan's "WARNING: failed to allocate 0.00 MB of pinned memory",
+        // then its "Failed to allocate pinned memory." and a plain host buffer). The next two
+        // lines, which restate it, go with it.
+        if h.get(SizeKey::Requested) == Some(0) {
+            zero_until = (0..2).fold(end, |at, _| next_line(t, at).map_or(at, |(_, ne)| ne));
+            continue;
+        }
         // The phrase's own line first: the size lines after it may be another report's (a host
         // memory summary under bitsandbytes' CUDA "Error out of memory at line N in file ...").
         let (platform, space) = match place_in(line) {
