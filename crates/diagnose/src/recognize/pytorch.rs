@@ -65,6 +65,13 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     if has(t, "Tried to allocate") {
         allocator(t, hits);
     }
+    // The whole message lower-cased (a title, a retyped paste): read with the allocator's own
+    // capitals restored, letter for letter, so every offset stays the same.
+    if has(t, "tried to allocate") {
+        if let Some(restored) = lowercase_restored(t) {
+            allocator(&restored, hits);
+        }
+    }
     if has(t, "total capacity;") {
         for c in paren_fragment().captures_iter(t) {
             let m = c.get(0).unwrap();
@@ -302,6 +309,35 @@ fn legacy_runtime(h: &mut Hit) {
     h.flag("legacy_message");
     h.flag("framework_pytorch");
     h.priority = 18;
+}
+
+/// `t` with each all-lowercase line that holds "tried to allocate" given the allocator's capitals
+/// back (device names, "Tried", size units, "PyTorch"); None when there is no such line.
+fn lowercase_restored(t: &str) -> Option<String> {
+    static UNIT: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let unit = UNIT.get_or_init(|| regex::Regex::new(r"(?P<n>\d) ?(?P<u>[kmgtpe]i?b)\b").expect("unit"));
+    let mut out = String::with_capacity(t.len());
+    let mut changed = false;
+    for line in t.split_inclusive('\n') {
+        if !line.contains("tried to allocate") || line.chars().any(|ch| ch.is_ascii_uppercase()) {
+            out.push_str(line);
+            continue;
+        }
+        changed = true;
+        let mut l = line.to_string();
+        for (from, to) in [("cuda out of memory", "CUDA out of memory"), ("hip out of memory", "HIP out of memory"), ("xpu out of memory", "XPU out of memory"), ("tried to allocate", "Tried to allocate"), ("(gpu ", "(GPU "), ("pytorch", "PyTorch")] {
+            l = l.replace(from, to);
+        }
+        let l = unit.replace_all(&l, |c: &regex::Captures| {
+            let u = &c["u"];
+            let mut fixed = u[..1].to_ascii_uppercase();
+            fixed.push_str(&u[1..u.len() - 1]);
+            fixed.push('B');
+            format!("{}{}", &c[0][..c[0].len() - u.len()], fixed)
+        });
+        out.push_str(&l);
+    }
+    changed.then_some(out)
 }
 
 /// The caching allocator's message, parsed field by field so that every
