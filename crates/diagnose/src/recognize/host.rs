@@ -724,8 +724,17 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
                 h.bytes(SizeKey::Requested, n, format!("{n} bytes"));
             }
             let extend = format!("failed to extend {} to ", &c["path"]);
+            let before = super::window_before(t, m.start(), 3000);
+            // The file's length asked of fallocate: the segment plus NCCL's reference count.
+            // (Another rank's line where this one's was cut: the ranks' segments are alike.)
+            let to = |s: &str, at: usize| s[at..].split(' ').next().and_then(|n| n.parse::<u64>().ok());
+            let same = before.rfind(&extend).and_then(|i| to(before, i + extend.len()));
+            let any = || t.find("failed to extend /dev/shm/").map(|i| i + "failed to extend ".len()).and_then(|i| t[i..].find(" to ").map(|j| i + j + 4)).and_then(|at| to(t, at));
+            if let Some(n) = same.or_else(any) {
+                h.detail("extend_to_bytes", n);
+            }
             // Every rank prints its own pair: one rank's extension failure speaks for the others' segments.
-            if !super::window_before(t, m.start(), 3000).contains(&extend) && !t.contains("failed to extend /dev/shm/") {
+            if !before.contains(&extend) && !t.contains("failed to extend /dev/shm/") {
                 h.likely("NCCL could not create its shared-memory segment in /dev/shm; the line before it, which says whether growing the file failed (a full /dev/shm), is not in the text");
             }
             h.priority = 16;
