@@ -101,6 +101,7 @@ pub const TRIGGERS: &[&str] = &[
     "ray.exceptions.OutOfMemoryError",
     "memory_monitor.RayOutOfMemoryError",
     "Failed to kill any cgroups",
+    "how to address the out of memory issue",
 ];
 
 grammar!(
@@ -158,6 +159,12 @@ grammar!(
     r"Path: (?P<cg>/\S+)(?P<eol>\n)?[\s\S]{0,400}?(?:(?P<mem>Current Memory Usage)|(?P<swap>Swap Usage)): (?P<v>\d+(?:\.\d+)?[KMGTPE]?)"
 );
 grammar!(oomd_failed, r"Failed to kill any cgroups (?:under \S+ )?based on (?P<what>swap|pressure)(?:: [^\n]{1,80})?");
+// The raylet's advice that closes each of its memory-monitor kill messages, the task's error and
+// the raylet's summary alike ("Refer to the documentation on how to address the out of memory
+// issue: https://docs.ray.io/…/ray-oom-prevention.html. Consider provisioning more memory …
+// `RAY_memory_usage_threshold` …"; printed from the raylet's node_manager.cc, Ray 2.2+, as in
+// ray-oom-prevention.rst and public pastes). It stands alone where the kill lines were cut.
+grammar!(ray_advice, r"Refer to the documentation on how to address the out of memory issue\b");
 grammar!(ray_raylet, r"(?P<n>\d+) Workers \(tasks / actors\) killed due to memory pressure \(OOM\)");
 // The scheduler's verdict when every worker that ran a task died: why they died is in the
 // workers' own lines, so it is read as a memory kill only beside them.
@@ -391,6 +398,14 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                 h.detail("memory_pressure", format!("{}% > {}% for > {}", p.as_str(), lim.as_str(), dur.as_str()));
             }
             h.culprit.op = Some(c["cg"].to_string());
+            hits.push(h);
+        }
+    }
+    if has(t, "how to address the out of memory issue") && !hits.iter().any(|h| h.id == "cluster.ray-memory-monitor") {
+        if let Some(m) = ray_advice().find(t) {
+            let mut h = host("cluster.ray-memory-monitor", m.start(), m.end());
+            h.detail("note", "Ray's memory monitor killed a worker (its advice line; the kill line is not in the text)");
+            h.priority = 30;
             hits.push(h);
         }
     }

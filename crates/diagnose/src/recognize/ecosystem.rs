@@ -100,7 +100,8 @@ grammar!(
 grammar!(cann_size, r"Failed to allocate resource\[DeviceMemory\] with info \[size:(?P<req>\d+)\]");
 grammar!(
     cann,
-    r"(?:Memory_Allocation_Failure\(EL0004\)|EL0004)(?::)?[^\n]{0,120}?Failed to allocate memory\.?|FAIL_TO_ALLOCATE_MEMORY"
+    // The code with its name is enough where the sentence after it was cut (a paste in HTML spans).
+    r"(?:Memory_Allocation_Failure\(EL0004\)|EL0004)(?::)?[^\n]{0,120}?Failed to allocate memory\.?|Memory_Allocation_Failure\(EL0004\)|FAIL_TO_ALLOCATE_MEMORY"
 );
 
 /// `25,600,000` → 25600000.

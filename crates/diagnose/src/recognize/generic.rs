@@ -130,7 +130,7 @@ pub const TRIGGERS: &[&str] = &[
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
 grammar!(
     strong,
-    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|\bout of gpu and shared host memory\b|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev|mpp|dma)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)?\b|memory[ _]allocation[ _](?:has[ _])?failed|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|(?:memory |host |device )?allocation of (?:size )?\d+(?: bytes)? failed|allocating \d+ bytes exceeds the memory limit of \d+|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b|\ballocator memory exhausted\b"
+    r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|\bout of gpu and shared host memory\b|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev|mpp|dma)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)?\b|memory[ _]allocation[ _](?:has[ _])?failed|memory[ _]allocation[ _]error\b|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|(?:memory |host |device )?allocation of (?:size )?\d+(?: bytes)? failed|allocating \d+ bytes exceeds the memory limit of \d+|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b|\ballocator memory exhausted\b"
 );
 // What makes the line an error report, before the phrase.
 grammar!(
@@ -236,7 +236,12 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     let existing: Vec<(usize, usize)> = hits.iter().map(|h| (h.start, h.end)).collect();
     let mut named = statuses(t, &existing);
     let mut found: Vec<Hit> = Vec::new();
+    // The end of the lines that follow a failed request of zero bytes (see below).
+    let mut zero_until = 0;
     for m in strong().find_iter(t) {
+        if m.start() < zero_until {
+            continue;
+        }
         let (ls, le) = line_bounds(t, m.start(), m.end());
         // Anything a family grammar already claimed nearby is that family's message.
         let (ns, ne) = near(t, ls, le, 2);
@@ -286,6 +291,12 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         if other_cause().is_match(&t[m.end()..le]) {
             continue;
         }
+        // ggml's scheduler notes a first try that did not fit the reserved buffers and reserves
+        // again ("%s: failed to allocate graph, reserving", ggml-backend.cpp
+        // ggml_backend_sched_alloc_splits, llama.cpp b4747; its failure is "failed to allocate graph").
+        if t[m.end()..le].starts_with(" graph, reserving") {
+            continue;
+        }
         // Locking pages in RAM (mlock, VirtualLock) fails with ENOMEM at RLIMIT_MEMLOCK: the
         // pages exist, they just stay swappable (llama.cpp's "failed to mlock" warning).
         if page_lock().is_match(line) {
@@ -319,6 +330,14 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.confidence = Confidence::Likely;
         }
         sizes(&t[start..end], &mut h);
+        // A request of zero bytes that "failed" lacked no memory: an allocator's warning printed
+        // before a fallback (ggml-vulkan's "WARNING: failed to allocate 0.00 MB of pinned memory",
+        // then its "Failed to allocate pinned memory." and a plain host buffer). The next two
+        // lines, which restate it, go with it.
+        if h.get(SizeKey::Requested) == Some(0) {
+            zero_until = (0..2).fold(end, |at, _| next_line(t, at).map_or(at, |(_, ne)| ne));
+            continue;
+        }
         // The phrase's own line first: the size lines after it may be another report's (a host
         // memory summary under bitsandbytes' CUDA "Error out of memory at line N in file ...").
         let (platform, space) = match place_in(line) {
@@ -437,6 +456,10 @@ grammar!(handle_create, r"\bcu(?:solver|blas|sparse)\w*Create(?:_v2)?\b");
 grammar!(handle_create_failed, r"\b[Cc]heck failed:\s*\(?\s*(?P<call>cu(?:solver|blas|sparse)\w*Create\w*)\([^)\n]*\)\s*==\s*CU(?:SOLVER|BLAS|SPARSE)_STATUS_SUCCESS\b");
 const NOT_INIT_HANDLE: &str = "the library could not create its handle; with no other error, that is the GPU out of memory when the library initialises (a CUDA/library version mismatch reads the same)";
 grammar!(error_label_before, r"(?i)\b\w*(?:error|exception)\s*:\s*$");
+// What shows a JVM ran: its packages and stack frames (`at java.util.…(Arrays.java:3664)`), its
+// thread header, its launcher and build tools, and the detail messages of its OutOfMemoryError
+// kinds ([`vocabulary::HOST_NAMES`], JVM_KINDS).
+grammar!(jvm_context, r#"\bjava\.\w|\bjavax?\.\w|\.java:\d|\.scala:\d|\bat (?:java|javax|jdk|sun|scala|org|com|io|net)\.[\w.$]+\(|Exception in thread "|\bJVM\b|\bjvm\b|\bJava\b|\bHotSpot\b|\bhs_err_pid|-Xmx\d|\bGradle\b|\bgradle\w*|\bSpark\b|\bspark\.|\bKotlin\b|\bElasticsearch\b|\bjava heap space\b|(?i:java heap space)|\bGC overhead limit exceeded\b|\bMetaspace\b|\bRequested array size exceeds VM limit\b"#);
 grammar!(alloc_words, r"(?i)\balloc\w*[ _](?:fail|error)|\bfailed to alloc|\bunable to alloc|\bout of (?:\w+ )?memory");
 // A runtime's device allocation call that failed. Without a status that says why, lack of
 // memory is the usual reason (DirectML's `CHECK failed: ... CreateCommittedResource ... >= 0`).
@@ -468,6 +491,13 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
             // Java's `OutOfMemoryError` is `java.lang.`'s; another package's class of that name
             // (`torch.OutOfMemoryError`, `cupy.cuda.memory.OutOfMemoryError`) is not the JVM's heap.
             if member.runtime == "java" && t[..s].ends_with('.') && !t[..s].ends_with("java.lang.") {
+                continue;
+            }
+            // A bare `OutOfMemoryError` is the JVM's only where the log shows a JVM: Python prints a
+            // class without its module (IPython's `OutOfMemoryError  Traceback (most recent call
+            // last)`, transformers' `OutOfMemoryError: CUDA out of memory.`), and prose names one
+            // ("a CUDA OutOfMemoryError").
+            if member.runtime == "java" && !t[..s].ends_with("java.lang.") && !jvm_context().is_match(t) {
                 continue;
             }
             seen.push((s, m.end(), member, s, m.end(), false));
@@ -540,7 +570,8 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
         let named_here = &t[vs..ve] == member.name;
         // A name that is not itself an error name (`E_OUTOFMEMORY`, `ENOMEM`) needs an error marker.
         // An `OUT_OF_*` member (`CL_OUT_OF_RESOURCES`) is an error name by itself too.
-        let self_marked = named_here && (member.name.contains("ERROR") || member.name.contains("Error") || member.name.contains("FAIL") || member.name.contains("Fail") || member.name.contains("OUT_OF"));
+        // The JVM prints an OutOfMemoryError kind's detail message for nothing else: an error by itself.
+        let self_marked = (!named_here && member.runtime == "java") || named_here && (member.name.contains("ERROR") || member.name.contains("Error") || member.name.contains("FAIL") || member.name.contains("Fail") || member.name.contains("OUT_OF"));
         // A failure status returned by the call itself needs no other marker.
         if !self_marked && !adjacent && !error_marker().is_match(line) {
             continue;
@@ -844,7 +875,17 @@ fn sizes(msg: &str, h: &mut Hit) {
         }
     }
     if h.get(SizeKey::Requested).is_none() {
-        if let Some(v) = size_eq().captures(msg).and_then(|c| c.name("v").or(c.name("w"))) {
+        // Not a property of a style sheet or a kebab-case name (`font-size: 15.04px`): a size word
+        // after '-' or a figure that runs on into a fraction or a unit is not a byte count.
+        let bytes_like = |c: &regex::Captures| {
+            let m = c.get(0).unwrap();
+            let v = c.name("v").or(c.name("w")).unwrap();
+            let glued_before = msg[..m.start()].ends_with(['-', '_']);
+            let rest = &msg[v.end()..];
+            let runs_on = rest.starts_with('.') && rest[1..].starts_with(|ch: char| ch.is_ascii_digit()) || rest.starts_with(|ch: char| ch.is_ascii_alphabetic());
+            !glued_before && !runs_on
+        };
+        if let Some(v) = size_eq().captures_iter(msg).find(|c| bytes_like(c)).and_then(|c| c.name("v").or(c.name("w"))) {
             let v = v.as_str();
             let bytes = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
                 Some(hex) => u64::from_str_radix(hex, 16).ok(),

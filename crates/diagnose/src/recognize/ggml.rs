@@ -50,6 +50,8 @@ pub const TRIGGERS: &[&str] = &[
     "mem_buffer != NULL",
     "unable to allocate",
     "enough available memory to run this model",
+    "is larger than buffer maximum",
+    "buffer is nil",
 ];
 
 grammar!(cuda_malloc, r"(?P<func>ggml_backend_\w+?_buffer_type_alloc_buffer): allocating (?P<mib>[0-9]+(?:\.[0-9]+)? MiB) on device (?P<dev>\d+): (?P<api>cudaMalloc|hipMalloc|musaMalloc) failed: out of memory");
@@ -59,6 +61,14 @@ grammar!(func_buffer, r"(?P<func>ggml_backend_(?P<be>[a-z0-9_]+?)_buffer_type_al
 grammar!(compute_buffers, r"(?P<func>[A-Za-z_]\w*): failed to allocate compute (?:pp )?buffers");
 grammar!(metal_buffer, r"(?P<func>ggml_\w+): error: failed to allocate buffer, size = +(?P<mib>[0-9]+(?:\.[0-9]+)? MiB)");
 grammar!(metal_cmd, r"(?:ggml_metal_\w+: (?:error: )?command buffer \d+ failed with status \d+\s+)?error: Insufficient Memory \(0*8:kIOGPUCommandBufferCallbackErrorOutOfMemory\)");
+// ggml-metal.m (ggml_metal_add_buffer, ggerganov/llama.cpp 590250f7a, 2023-06): a weights buffer over the
+// device's maxBufferLength, "%s: buffer '%s' size %zu is larger than buffer maximum of %zu", then loading
+// fails. And (master-5ec8dd5, b1500): each buffer's line ends ", (%8.2f / %8.2f)" (currentAllocatedSize /
+// recommendedMaxWorkingSetSize, MiB) and ", warning: current allocated size is greater than the recommended
+// max working set size" once over it; a tensor then found in no buffer is "%s: error: buffer is nil".
+grammar!(metal_max_buffer, r"(?P<func>ggml_metal_\w+): buffer '(?P<name>[^'\n]*)' size (?P<n>\d+) is larger than buffer maximum of (?P<max>\d+)");
+grammar!(metal_nil, r"(?P<func>ggml_metal_\w+): error: (?:tensor '[^'\n]*' )?buffer is nil");
+grammar!(metal_working_set, r"\(\s*(?P<used>\d+(?:\.\d+)?) /\s*(?P<max>\d+(?:\.\d+)?)\)[^\n]{0,60}?warning: current allocated size is greater than the recommended max working set size");
 grammar!(vulkan, r"(?:ggml_vulkan: Device memory allocation of size (?P<n>[0-9]+) failed\.?\s+)?(?:ggml_vulkan: )?vk::Device::allocateMemory: ErrorOutOfDeviceMemory|(?:ggml_vulkan: )?Device memory allocation of size (?P<m>[0-9]+) failed");
 // llama.cpp's model loader when a backend buffer for the weights could not be allocated (the ggml line above it
 // may be missing from a paste or a title): `error loading model: unable to allocate <buft> buffer`.
@@ -216,6 +226,32 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             }
             h.detail("function", &c["func"]);
             hits.push(h);
+        }
+    }
+    if has(t, "is larger than buffer maximum") {
+        for c in metal_max_buffer().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = base("ggml.buffer-alloc", m.start(), m.end(), Platform::Metal, "device", 10);
+            for (g, k) in [("n", SizeKey::Requested), ("max", SizeKey::Limit)] {
+                if let Ok(v) = c[g].parse::<u64>() {
+                    h.bytes(k, v, format!("{v} bytes"));
+                }
+            }
+            h.culprit.device = Some("Metal".to_string());
+            h.detail("function", &c["func"]).detail("buffer", &c["name"]);
+            h.flag("block_size_limit");
+            hits.push(h);
+        }
+    }
+    if has(t, "buffer is nil") && has(t, "recommended max working set size") {
+        for m in metal_nil().find_iter(t) {
+            let Some(ws) = metal_working_set().captures_iter(window_before(t, m.start(), 20000)).last() else { continue };
+            let mut h = base("ggml.buffer-alloc", m.start(), m.end(), Platform::Metal, "device", 30);
+            h.size(SizeKey::Used, &format!("{} MiB", &ws["used"])).size(SizeKey::Limit, &format!("{} MiB", &ws["max"]));
+            h.culprit.device = Some("Metal".to_string());
+            h.likely("Metal's buffers had passed the device's recommended working set before a tensor was found in no buffer: the allocation that should hold it most likely failed");
+            hits.push(h);
+            break;
         }
     }
     if has(t, "kIOGPUCommandBufferCallbackErrorOutOfMemory") {

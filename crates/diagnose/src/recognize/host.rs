@@ -112,7 +112,7 @@ pub const TRIGGERS: &[&str] = &[
     "paging file",
     "bad allocation",
     "No space left on device",
-    // NCCL's segment it could not create in /dev/shm. (PyTorch's bare "unable to open shared memory
+    // NCCL's segment it could not create or attach to in /dev/shm. (PyTorch's bare "unable to open shared memory
     // object" is no trigger: alone it is the open-file limit more often than a full /dev/shm.)
     "shared memory segment",
     "Code\": 137",
@@ -230,7 +230,8 @@ grammar!(
     exit137,
     r#"\b(?:[Ee]xit(?:ed|s)?(?: with)?(?: exit)?|returned non-zero exit|status)(?: status)?(?: code)?:? 137\b|(?i:signal 9 \(SIGKILL\))(?: received by PID \d+)?|died with <Signals\.SIGKILL: 9>|killed by signal: Killed|failed \(exitcode: -9\)(?: local_rank: \d+ \(pid: \d+\))?|(?i:exit_?code)"?:\s*137\b|\breturn code(?::| =)? 137\b|\breturned a non-zero code: 137\b|\b(?:executor failed running \[[^\]\n]*\]|did not complete successfully): exit code: 137\b|\bexits with return code = -9\b|\bWorker \(pid:\d+\) was sent SIGKILL!(?: Perhaps out of memory\?)?|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES[^\n]*\n(?:[^\n]*\n){0,3}?[= ]*EXIT CODE: 9\b"#
 );
-grammar!(shell_killed, r"(?m)^[ \t]*(?:[\w/.\-]+: (?:line \d+: )?)?(?:\[\d+\][ \t]*[+-]?[ \t]*)?(?:\d+[ \t]+)?(?:Killed|killed)(?::[ \t]*9)?(?:[ \t]+[^\n]{1,2000})?[ \t]*$|(?m)(?:it/s|s/it)\]Killed[ \t]*$");
+// (A markdown heading's marks may stand before bash's own job line: an issue titled with it.)
+grammar!(shell_killed, r"(?m)^[ \t]*#{1,6}[ \t]+[\w/.\-]+: line \d+: \d+[ \t]+Killed(?:[ \t]+[^\n]{1,2000})?[ \t]*$|(?m)^[ \t]*(?:[\w/.\-]+: (?:line \d+: )?)?(?:\[\d+\][ \t]*[+-]?[ \t]*)?(?:\d+[ \t]+)?(?:Killed|killed)(?::[ \t]*9)?(?:[ \t]+[^\n]{1,2000})?[ \t]*$|(?m)(?:it/s|s/it)\]Killed[ \t]*$");
 // What a job prints about its memory before the shell reports it killed.
 grammar!(memory_before_kill, r"(?i)\b(?:exceeds? \d+% of (?:free )?system memory|(?:system|host|free|available) memory|memory usage|\bRAM\b|swap|allocat(?:e|ing|ion) (?:of )?\d[\d.,]*\s?(?:[KMGT]i?B|bytes)?)");
 const KILL_AFTER_MEMORY: &str = "the shell reports the job killed by SIGKILL, and the lines before it report the job's memory use: the kernel's OOM killer sends SIGKILL to the process that outgrows the machine's memory (dmesg shows 'Killed process' to confirm); a kill by hand or by a scheduler reads the same";
@@ -278,9 +279,12 @@ grammar!(enospc, r"No space left on device");
 // Objects that live in /dev/shm: semaphores, `shm_open` names (PyTorch's `/torch_<pid>_<n>`).
 // NCCL's `Error while creating shared memory segment PATH (size N), error: No space left on device (28)`
 // (NVIDIA/nccl v2.30.7-1 src/os/linux.cc, v2.7.8-1 src/include/shm.h): its segments live in /dev/shm.
-// NCCL's segment report alone (src/include/shm.h:48 at v2.7.8-1: "Error while creating shared memory
-// segment %s (size %d)"; src/os/linux.cc:842 at v2.30.7-1: "Error while %s shared memory segment %s
-// (size %ld), error: %s (%d)", creating or attaching to), the reason on its own line before it or after ", error: ".
+// NCCL's segment that could not be made (NVIDIA/nccl src/include/shm.h:48 at v2.7.8-1, "Error while
+// creating shared memory segment %s (size %d)"; src/misc/shmutils.cc at v2.19.3-1 after `WARN("Error:
+// failed to extend %s to %ld bytes")` when fallocate fails; src/os/linux.cc:842 at v2.30.7-1, "Error
+// while %s shared memory segment %s (size %ld), error: %s (%d)", creating or attaching to). Its
+// segments live in /dev/shm, and on tmpfs growing a file fails for want of space: a /dev/shm too
+// small (a container's 64 MB default). The reason is on the line before it or after ", error: ".
 grammar!(nccl_shm_segment, r"Error while (?:creating|attaching to) shared memory segment (?P<path>\S+?),? \(size (?P<n>\d+)\)(?P<rest>, error: [^\n]*)?");
 grammar!(shm_context, r"shared memory segment|/dev/shm|\bSemLock\b|multiprocessing/synchronize\.py|</torch_\w+>|\bshm_open\b|\bsem_open\b|shared memory object|_share_(?:fd|filename)_cpu_");
 
@@ -513,6 +517,12 @@ fn allocators(t: &str, hits: &mut Vec<Hit>) {
     }
     if has(t, "bad_alloc") || has(t, "bad allocation") {
         for m in bad_alloc().find_iter(t) {
+            // Thrust's bad_alloc what() appends the CUDA runtime's error (thrust/system/detail/bad_alloc.h,
+            // 1.9.4+: "bad allocation: cudaErrorMemoryAllocation: out of memory" through pybind11's
+            // MemoryError): the device's failure, read by the runtime-status rule in generic.rs.
+            if t[m.end()..].starts_with(": cudaErrorMemoryAllocation") {
+                continue;
+            }
             let mut h = host_hit("host.bad-alloc", m.start(), m.end());
             h.priority = 30;
             hits.push(h);
@@ -736,11 +746,25 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
         for c in nccl_shm_segment().captures_iter(t) {
             let m = c.get(0).unwrap();
             let mut h = host_hit("host.dev-shm", m.start(), m.end());
-            h.priority = 16;
+            // Before the ENOSPC line rule's hit on the same line: this one has the segment's size.
+            h.priority = 15;
             h.flag("nccl_segment");
+            h.detail("runtime", "nccl");
             h.plausible_bytes(SizeKey::Requested, c["n"].parse().unwrap_or(0));
             h.detail("segment", c["path"].to_string());
-            let reason_before = super::window_before(t, m.start(), 400).contains("No space left on device");
+            let before = super::window_before(t, m.start(), 3000);
+            // The file's length asked of fallocate: the segment plus NCCL's reference count.
+            // Every rank prints its own pair: another rank's extension failure speaks for this
+            // one's segment where its own line was cut.
+            let extend = format!("failed to extend {} to ", &c["path"]);
+            let to = |s: &str, at: usize| s[at..].split(' ').next().and_then(|n| n.parse::<u64>().ok());
+            let same = before.rfind(&extend).and_then(|i| to(before, i + extend.len()));
+            let any = || t.find("failed to extend /dev/shm/").map(|i| i + "failed to extend ".len()).and_then(|i| t[i..].find(" to ").map(|j| i + j + 4)).and_then(|at| to(t, at));
+            let extended = same.or_else(any);
+            if let Some(n) = extended {
+                h.detail("extend_to_bytes", n);
+            }
+            let reason_before = extended.is_some() || super::window_before(t, m.start(), 400).contains("No space left on device");
             match c.name("rest") {
                 Some(r) if r.as_str().contains("No space left on device") => {
                     h.detail("errno", 28);

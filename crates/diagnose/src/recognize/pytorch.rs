@@ -20,13 +20,19 @@ grammar!(async_free, r"Free \(according to CUDA\)\s*:\s*(?P<v>{SZ})");
 grammar!(async_cap, r"PyTorch limit \(set by user-supplied memory fraction\)\s*:\s*(?P<v>{SZ})");
 grammar!(cuda_error2, r"(?i)cuda\w*(?: \w+){0,3} (?:failed )?with error 2 out of memory");
 grammar!(gpu_index, r"\((?P<w>GPU|NPU) (?P<i>\d+);|GPU (?P<j>\d+) has a total capac");
-grammar!(total, r"(?P<v>{SZ}) total capacity|total capac(?:i)?ty of\s+(?P<w>{SZ})");
-grammar!(allocated, r"(?P<v>{SZ}) already allocated|Of the allocated memory\s+(?P<w>{SZ})\s+is allocated by PyTorch");
-grammar!(free, r"(?P<v>{SZ}) free[;)]|of which\s+(?P<w>{SZ})\s+is free");
-grammar!(reserved, r"(?P<v>{SZ}) reserved in total by PyTorch");
+// A console that wraps at word ends (rich, textwrap) drops the space it breaks at, and the
+// wrapped pieces are glued back without one: "5.24 GiB already" + "allocated;" reads
+// "alreadyallocated". Between the words of these phrases a space may be missing.
+grammar!(total, r"(?P<v>{SZ})\s*total\s*capacity|total\s*capac(?:i)?ty\s*of\s*(?P<w>{SZ})");
+// (A paste cut at the text's end may stop inside the word: "20.68 GiB already allocate".)
+grammar!(allocated, r"(?P<v>{SZ})\s*already\s*allocat(?:ed|e?\s*$)|Of\s*the\s*allocated\s*memory\s*(?P<w>{SZ})\s*is\s*allocated\s*by\s*PyTorch");
+grammar!(free, r"(?P<v>{SZ})\s*free[;)]|of\s*which\s*(?P<w>{SZ})\s*is\s*free");
+grammar!(reserved, r"(?P<v>{SZ})\s*reserved\s*in\s*total\s*by\s*PyTorch");
 grammar!(cached, r"(?P<v>{SZ}) cached\)");
-grammar!(reserved_unalloc, r"(?P<v>{SZ})\s+is reserved by PyTorch but unallocated");
-grammar!(process_total, r"this process has\s+(?P<v>{SZ})\s+memory in use");
+// "and Y is reserved by PyTorch but unallocated" (a paste may cut the last words: the sentence
+// form has no other "is reserved by PyTorch").
+grammar!(reserved_unalloc, r"(?P<v>{SZ})\s*is\s*reserved\s*by\s*PyTorch(?:\s*but\s*unallocated|\s+b\w*\s*$|\s*$)");
+grammar!(process_total, r"this\s*process\s*has\s*(?P<v>{SZ})\s*memory\s*in\s*use");
 grammar!(process_line, r"Process\s+(?P<pid>\d+)\s+has\s+(?P<v>{SZ})\s+memory in use");
 grammar!(allowed, r"(?P<v>{SZ})\s+allowed;");
 grammar!(private_pools, r"with\s+(?P<v>{SZ})\s+allocated in private pools");
@@ -39,7 +45,10 @@ grammar!(private_pools, r"with\s+(?P<v>{SZ})\s+allocated in private pools");
 // not bytes, and stays out.
 grammar!(mps_buffer_size, r"Invalid buffer size:\s*(?P<req>{SZ})?|\[MPS(?:Temporary)?NDArray initWithDevice:descriptor:(?:isTextureBacked:)?\] Error: total bytes of NDArray > 2\*\*32");
 grammar!(mps, r"MPS backend out of memory \(MPS allocated:\s*(?P<a>{SZ}),\s*other allocations:\s*(?P<o>{SZ}),\s*max allowed:\s*(?P<m>{SZ})\)\.?(?:\s*Tried to allocate\s+(?P<req>{SZ})(?:\s+on\s+(?P<pool>\w+)\s+pool)?)?");
-grammar!(cuda_error, r"(?P<dev>CUDA|HIP) error:\s*out of memory|(?P<dev2>cudaMalloc|hipMalloc)(?:Async|Managed)? failed:? out of memory|(?P<dev3>CUDA|HIP): out of memory");
+// A project's own CUDA check may put the failing call's place between "CUDA error:" and the
+// runtime's words (XGBoost 0.6x plugin/updater_gpu `device_helpers.cuh` safe_cuda: "CUDA error: " <<
+// file << "(" << line << "): " << cudaGetErrorString(code)).
+grammar!(cuda_error, r"(?P<dev>CUDA|HIP) error:\s*(?:[^\s()]{1,300}\(\d+\):\s*)?out of memory|(?P<dev2>cudaMalloc|hipMalloc)(?:Async|Managed)? failed:? out of memory|(?P<dev3>CUDA|HIP): out of memory");
 grammar!(thc, r"THCudaCheck FAIL file=(?P<file>\S+) line=(?P<line>\d+) error=2 : out of memory");
 grammar!(cuda_runtime_error, r"cuda runtime error \(2\) : out of memory(?: at (?P<loc>\S+))?");
 grammar!(headline, r"(?P<dev>CUDA|HIP|XPU|NPU|MTIA) out of memory\.");
@@ -55,6 +64,13 @@ grammar!(alloc_failed, r"(?P<lib>CUBLAS|HIPBLAS|CUBLASLT|ROCBLAS|CUSOLVER|CUSPAR
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     if has(t, "Tried to allocate") {
         allocator(t, hits);
+    }
+    // The whole message lower-cased (a title, a retyped paste): read with the allocator's own
+    // capitals restored, letter for letter, so every offset stays the same.
+    if has(t, "tried to allocate") {
+        if let Some(restored) = lowercase_restored(t) {
+            allocator(&restored, hits);
+        }
     }
     if has(t, "total capacity;") {
         for c in paren_fragment().captures_iter(t) {
@@ -293,6 +309,35 @@ fn legacy_runtime(h: &mut Hit) {
     h.flag("legacy_message");
     h.flag("framework_pytorch");
     h.priority = 18;
+}
+
+/// `t` with each all-lowercase line that holds "tried to allocate" given the allocator's capitals
+/// back (device names, "Tried", size units, "PyTorch"); None when there is no such line.
+fn lowercase_restored(t: &str) -> Option<String> {
+    static UNIT: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let unit = UNIT.get_or_init(|| regex::Regex::new(r"(?P<n>\d) ?(?P<u>[kmgtpe]i?b)\b").expect("unit"));
+    let mut out = String::with_capacity(t.len());
+    let mut changed = false;
+    for line in t.split_inclusive('\n') {
+        if !line.contains("tried to allocate") || line.chars().any(|ch| ch.is_ascii_uppercase()) {
+            out.push_str(line);
+            continue;
+        }
+        changed = true;
+        let mut l = line.to_string();
+        for (from, to) in [("cuda out of memory", "CUDA out of memory"), ("hip out of memory", "HIP out of memory"), ("xpu out of memory", "XPU out of memory"), ("tried to allocate", "Tried to allocate"), ("(gpu ", "(GPU "), ("pytorch", "PyTorch")] {
+            l = l.replace(from, to);
+        }
+        let l = unit.replace_all(&l, |c: &regex::Captures| {
+            let u = &c["u"];
+            let mut fixed = u[..1].to_ascii_uppercase();
+            fixed.push_str(&u[1..u.len() - 1]);
+            fixed.push('B');
+            format!("{}{}", &c[0][..c[0].len() - u.len()], fixed)
+        });
+        out.push_str(&l);
+    }
+    changed.then_some(out)
 }
 
 /// The caching allocator's message, parsed field by field so that every

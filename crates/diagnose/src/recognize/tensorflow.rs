@@ -16,8 +16,12 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     if !has(t, "OOM when allocating") {
         return;
     }
-    for c in oom_tensor().captures_iter(t) {
+    let all: Vec<_> = oom_tensor().captures_iter(t).collect();
+    for (i, c) in all.iter().enumerate() {
         let m = c.get(0).unwrap();
+        // The node named after this message, not after the next one (a title that repeats the
+        // headline above a log would take the log's node and cover its message).
+        let next = all.get(i + 1).map_or(t.len(), |n| n.get(0).unwrap().start());
         let mut h = Hit::new("tensorflow.oom-tensor", m.start(), m.end());
         let dims: Vec<u64> = c.name("dims").map_or("", |d| d.as_str()).split(',').filter_map(|d| d.trim().parse().ok()).collect();
         if !dims.is_empty() {
@@ -46,10 +50,21 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
         if let Some(a) = c.name("alloc") {
             h.detail("allocator", a.as_str());
         }
-        if let Some(n) = node().captures(window(t, m.end(), 1500)) {
+        if let Some(n) = node().captures(window(&t[..next], m.end(), 1500)) {
             h.culprit.node = n.name("n").or(n.name("m")).map(|x| x.as_str().to_string());
             h.culprit.op = h.culprit.node.clone();
             h.end = m.end() + n.get(0).unwrap().end();
+        }
+        // The BFC allocator dumps its Stats (Limit, InUse) before the op's "OOM when allocating"
+        // line (tensorflow/core/common_runtime/bfc_allocator.cc DumpMemoryLog, then op_kernel.cc's
+        // OP_REQUIRES): a paste that starts inside the dump has lost the "ran out of memory trying to
+        // allocate" line that would own them. The nearest Stats since the previous message.
+        let prev_end = if i == 0 { 0 } else { all[i - 1].get(0).unwrap().end() };
+        if let Some(s) = t[prev_end..m.start()].rfind("Stats:") {
+            let at = prev_end + s;
+            if m.start() - at <= 20_000 && t[at..m.start()].matches('\n').count() <= 40 {
+                super::gpu_xla::bfc_dump(t, at, &mut h);
+            }
         }
         let on = |kind: &str| dev.as_deref().is_some_and(|d| d.contains(&format!("device:{kind}")) || d.contains(&format!("/{kind}:")));
         h.platform = Some(if dev.as_deref().is_some_and(|d| d.contains("TPU")) {

@@ -220,6 +220,11 @@ pub const DESCRIPTIONS: &[(&str, &str, &str)] = &[
     // FormatMessage's text for ERROR_OUTOFMEMORY (14), which `E_OUTOFMEMORY` (0x8007000E) wraps.
     ("E_OUTOFMEMORY", "not enough memory resources are available to complete this operation", "https://learn.microsoft.com/en-us/windows/win32/debug/system-error-codes--0-499- (ERROR_OUTOFMEMORY 14: \"Not enough memory resources are available to complete this operation.\")"),
     // ManagedCuda throws this NPPException when `nppiMalloc_*` returns no pointer (NPPImage_*.cs constructors).
+    // The detail messages of the JVM's `java.lang.OutOfMemoryError` kinds (JVM_KINDS): Gradle and
+    // Maven print them without the class ("> GC overhead limit exceeded").
+    ("OutOfMemoryError", "gc overhead limit exceeded", JVM_KINDS),
+    ("OutOfMemoryError", "java heap space", JVM_KINDS),
+    ("OutOfMemoryError", "requested array size exceeds vm limit", JVM_KINDS),
     ("NPP_MEMORY_ALLOCATION_ERR", "device allocation error", "kunzmi/managedCuda:NPP/NPPImage_8uC1.cs@1886172aad60647c56614fe5971fbb420e7c8415 (throw new NPPException(\"Device allocation error\", null) after nppiMalloc)"),
 ];
 
