@@ -56,10 +56,10 @@ grammar!(
     cupy_new,
     r"(?P<pre>(?:cupy\.cuda\.memory\.)?OutOfMemoryError: )?Out of memory allocating (?P<req>[0-9][0-9,]*) bytes(?: \(allocated so far: (?P<alloc>[0-9][0-9,]*) bytes(?:, limit set to: (?P<lim>[0-9][0-9,]*) bytes)?\)\.?)?"
 );
-// CuPy's own exception class (`cupy/cuda/memory.pyx`: `class OutOfMemoryError(MemoryError)`, raised
-// by its memory pool): a traceback or title that names it is the pool's failure however much of the
+// CuPy's own exception class (`vocabulary::OOM_CLASSES`: `cupy/cuda/memory.pyx` `class OutOfMemoryError(MemoryError)`,
+// raised by its memory pool): a traceback or title that names it is the pool's failure however much of the
 // message survives; ranked after the message grammars, likely when the message is gone.
-grammar!(cupy_class, r"(?-u:\b)cupy\.cuda\.memory\.OutOfMemoryError(?-u:\b)");
+grammar!(cupy_class, &super::vocabulary::oom_class_pattern("cupy"));
 grammar!(cupy_old, r"(?:(?:cupy\.cuda\.memory\.)?OutOfMemoryError: )?out of memory to allocate (?P<req>\d+) bytes \(total (?P<alloc>\d+) bytes\)");
 grammar!(numba, r"(?:CudaAPIError: )?(?:\[(?P<code>[\w.]+)\] )?Call to (?P<fn>cu\w+) results in CUDA_ERROR_OUT_OF_MEMORY(?: \((?P<code2>\d+)\))?");
 grammar!(
@@ -152,8 +152,9 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     }
     if has(t, "cupy.cuda.memory.OutOfMemoryError") && !hits.iter().any(|h| h.id == "cupy.out-of-memory") {
         if let Some(m) = cupy_class().find(t) {
-            let mut h = device_hit("cupy.out-of-memory", m.start(), m.end(), Platform::Cuda).ranked(65);
-            h.detail("exception", "cupy.cuda.memory.OutOfMemoryError");
+            let class = super::vocabulary::oom_class(m.as_str()).expect("CuPy's row");
+            let mut h = device_hit(class.entry, m.start(), m.end(), class.platform).ranked(65);
+            h.detail("exception", m.as_str().to_string());
             h.likely("only CuPy's out-of-memory exception class is in the text, not its message (the request and what the pool held are cut)");
             hits.push(h);
         }

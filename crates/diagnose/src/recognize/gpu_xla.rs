@@ -384,7 +384,7 @@ fn buffer_assignment_report(t: &str, from: usize, h: &mut Hit) {
 }
 
 /// The BFC allocator's dump after a fatal failure: Stats and the in-use sum.
-fn bfc_dump(t: &str, from: usize, h: &mut Hit) {
+pub(super) fn bfc_dump(t: &str, from: usize, h: &mut Hit) {
     let w = window(t, from, 1 << 20);
     let mut end = 0;
     let stats_at = w.find("Stats:");
