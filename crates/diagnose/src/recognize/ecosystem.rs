@@ -39,6 +39,7 @@ pub const TRIGGERS: &[&str] = &[
     "Command buffer execution failed: Insufficient Memory",
     "Out of memory error on GPU",
     "enforce allocating <= available",
+    "Fail to alloc memory of",
     "cudaMalloc retry failed",
     "pooled_storage_manager",
     "XPU out of memory",
@@ -84,6 +85,12 @@ grammar!(
 // `GpuMaxChunkSize`, printed by the enforce macro as "enforce allocating <= available failed, <bytes> > <bytes>" (the
 // message names its file; not re-read at a tag).
 grammar!(paddle_enforce, r"enforce allocating <= available failed, (?P<req>\d+) > (?P<free>\d+)");
+// Paddle's host allocators (`paddle/fluid/memory/detail/system_allocator.cc` AlignedMalloc, `memory/allocation/
+// cpu_allocator.cc`, the NPU pinned allocator; read in the code index's copies from Paddle 2.x to 3.x, not at a tag):
+// posix_memalign (or _aligned_malloc) refused, `errors::ResourceExhausted("Fail to alloc memory of %ld size, error code
+// is %d.", size, error)`, printed as "ResourceExhaustedError: ..." (2.x summaries) or "(ResourceExhausted) ..."; the
+// size is bytes, the code an errno (12, ENOMEM).
+grammar!(paddle_host, r"Fail to alloc memory of (?P<req>\d+) size(?:, error code is (?P<errno>\d+))?\.?");
 grammar!(
     mxnet,
     r"(?:(?P<loc>(?:src/storage/[\w./]*)?pooled_storage_manager\.h:\d+): )?cudaMalloc (?P<retry>retry )?failed: out of memory"
@@ -238,6 +245,20 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                     h.bytes(k, b, c[g].to_string());
                 }
             }
+            hits.push(h);
+        }
+    }
+    if has(t, "Fail to alloc memory of") {
+        for c in paddle_host().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("host.cpu-allocator", m.start(), m.end()).on(Platform::Cpu).during(Phase::Runtime).in_space("host").ranked(8);
+            if let Ok(b) = c["req"].parse::<u64>() {
+                h.plausible_bytes(SizeKey::Requested, b);
+            }
+            if let Some(e) = c.name("errno").and_then(|e| e.as_str().parse::<u64>().ok()) {
+                h.detail("errno", e);
+            }
+            h.detail("framework", "paddle");
             hits.push(h);
         }
     }
