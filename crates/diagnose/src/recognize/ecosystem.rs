@@ -258,7 +258,6 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             if let Some(e) = c.name("errno").and_then(|e| e.as_str().parse::<u64>().ok()) {
                 h.detail("errno", e);
             }
-            h.detail("framework", "paddle");
             hits.push(h);
         }
     }

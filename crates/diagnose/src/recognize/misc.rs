@@ -251,7 +251,7 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             if let Some(v) = num("total") {
                 h.bytes(SizeKey::Total, v, c["total"].to_string());
             }
-            h.detail("framework", "mindspore").detail("allocator", "DynamicMemPoolBestFit");
+            h.detail("allocator", "MindSpore DynamicMemPoolBestFit");
             hits.push(h);
         }
     }
