@@ -39,6 +39,7 @@ pub const TRIGGERS: &[&str] = &[
     "Command buffer execution failed: Insufficient Memory",
     "Out of memory error on GPU",
     "enforce allocating <= available",
+    "Fail to alloc memory of",
     "cudaMalloc retry failed",
     "pooled_storage_manager",
     "XPU out of memory",
@@ -56,10 +57,10 @@ grammar!(
     cupy_new,
     r"(?P<pre>(?:cupy\.cuda\.memory\.)?OutOfMemoryError: )?Out of memory allocating (?P<req>[0-9][0-9,]*) bytes(?: \(allocated so far: (?P<alloc>[0-9][0-9,]*) bytes(?:, limit set to: (?P<lim>[0-9][0-9,]*) bytes)?\)\.?)?"
 );
-// CuPy's own exception class (`cupy/cuda/memory.pyx`: `class OutOfMemoryError(MemoryError)`, raised
-// by its memory pool): a traceback or title that names it is the pool's failure however much of the
+// CuPy's own exception class (`vocabulary::OOM_CLASSES`: `cupy/cuda/memory.pyx` `class OutOfMemoryError(MemoryError)`,
+// raised by its memory pool): a traceback or title that names it is the pool's failure however much of the
 // message survives; ranked after the message grammars, likely when the message is gone.
-grammar!(cupy_class, r"(?-u:\b)cupy\.cuda\.memory\.OutOfMemoryError(?-u:\b)");
+grammar!(cupy_class, &super::vocabulary::oom_class_pattern("cupy"));
 grammar!(cupy_old, r"(?:(?:cupy\.cuda\.memory\.)?OutOfMemoryError: )?out of memory to allocate (?P<req>\d+) bytes \(total (?P<alloc>\d+) bytes\)");
 grammar!(numba, r"(?:CudaAPIError: )?(?:\[(?P<code>[\w.]+)\] )?Call to (?P<fn>cu\w+) results in CUDA_ERROR_OUT_OF_MEMORY(?: \((?P<code2>\d+)\))?");
 grammar!(
@@ -84,6 +85,12 @@ grammar!(
 // `GpuMaxChunkSize`, printed by the enforce macro as "enforce allocating <= available failed, <bytes> > <bytes>" (the
 // message names its file; not re-read at a tag).
 grammar!(paddle_enforce, r"enforce allocating <= available failed, (?P<req>\d+) > (?P<free>\d+)");
+// Paddle's host allocators (`paddle/fluid/memory/detail/system_allocator.cc` AlignedMalloc, `memory/allocation/
+// cpu_allocator.cc`, the NPU pinned allocator; read in the code index's copies from Paddle 2.x to 3.x, not at a tag):
+// posix_memalign (or _aligned_malloc) refused, `errors::ResourceExhausted("Fail to alloc memory of %ld size, error code
+// is %d.", size, error)`, printed as "ResourceExhaustedError: ..." (2.x summaries) or "(ResourceExhausted) ..."; the
+// size is bytes, the code an errno (12, ENOMEM).
+grammar!(paddle_host, r"Fail to alloc memory of (?P<req>\d+) size(?:, error code is (?P<errno>\d+))?\.?");
 grammar!(
     mxnet,
     r"(?:(?P<loc>(?:src/storage/[\w./]*)?pooled_storage_manager\.h:\d+): )?cudaMalloc (?P<retry>retry )?failed: out of memory"
@@ -153,8 +160,9 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
     }
     if has(t, "cupy.cuda.memory.OutOfMemoryError") && !hits.iter().any(|h| h.id == "cupy.out-of-memory") {
         if let Some(m) = cupy_class().find(t) {
-            let mut h = device_hit("cupy.out-of-memory", m.start(), m.end(), Platform::Cuda).ranked(65);
-            h.detail("exception", "cupy.cuda.memory.OutOfMemoryError");
+            let class = super::vocabulary::oom_class(m.as_str()).expect("CuPy's row");
+            let mut h = device_hit(class.entry, m.start(), m.end(), class.platform).ranked(65);
+            h.detail("exception", m.as_str().to_string());
             h.likely("only CuPy's out-of-memory exception class is in the text, not its message (the request and what the pool held are cut)");
             hits.push(h);
         }
@@ -237,6 +245,19 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
                 if let Ok(b) = c[g].parse::<u64>() {
                     h.bytes(k, b, c[g].to_string());
                 }
+            }
+            hits.push(h);
+        }
+    }
+    if has(t, "Fail to alloc memory of") {
+        for c in paddle_host().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("host.cpu-allocator", m.start(), m.end()).on(Platform::Cpu).during(Phase::Runtime).in_space("host").ranked(8);
+            if let Ok(b) = c["req"].parse::<u64>() {
+                h.plausible_bytes(SizeKey::Requested, b);
+            }
+            if let Some(e) = c.name("errno").and_then(|e| e.as_str().parse::<u64>().ok()) {
+                h.detail("errno", e);
             }
             hits.push(h);
         }

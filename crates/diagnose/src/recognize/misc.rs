@@ -1,12 +1,22 @@
 //! Everything else: Tenstorrent's L1 allocator, Hugging Face accelerate's batch-size finder,
 //! DeepSpeed-Inference's workspace, TVM's planned storage regions (MLC-LLM), ExLlama's auto-split,
-//! FlashInfer's workspace allocator (host-side OOMs live in `host.rs`, serving engines in
+//! FlashInfer's workspace allocator, MindSpore's device memory pool, Habana Synapse's recipe size
+//! check, Xilinx XRT's buffer-object allocation (host-side OOMs live in `host.rs`, serving engines in
 //! `serving.rs`).
 
 use super::{has, window_before, Hit};
 use crate::finding::SizeKey;
 use crate::grammar;
 use oomdoc_kb::{Phase, Platform};
+
+/// Literals that can start a block for this module's messages that no other list holds (each holds a scan anchor).
+pub const TRIGGERS: &[&str] = &[
+    // FlashInfer's allocator message as users quote it ("Buffer overflow: needed N bytes, had M bytes").
+    "Buffer overflow",
+    "is more than total mem size",
+    "hbm memory size",
+    "ERROR: std::bad_alloc",
+];
 
 // tt-metal `BankManager::allocate_buffer`: "Out of Memory: Not enough space to allocate {} B {} buffer across {} banks, ..."
 // with the buffer type of `BufferType` (`DRAM`, `L1`, `L1_SMALL`, `TRACE`); a title may drop the size and the banks.
@@ -66,6 +76,35 @@ grammar!(
     flashinfer_ws,
     r"(?:Buffer overflow when allocating|Failed to allocate) memory for (?P<name>\w+)\s+with size (?P<req>\d+) and alignment \d+(?:,\s+but only (?P<free>\d+) bytes available)?\s+in AlignedAllocator\.?(?:\s+(?:Please i|I)ncrease the workspace buffer size\.)?|Out of workspace memory in AlignedAllo(?:ca|ac)tor|\bonly (?P<free2>\d+) bytes available in AlignedAllocator\.?(?:\s+Increase the workspace\s+buffer size\.)?"
 );
+
+// The same failure as users quote it from a crash log, the numbers kept and the words shortened (vllm-project/vllm#40383:
+// "Buffer overflow: needed 536,346,624 bytes(511MiB), had 413,138,944 bytes"): "needed" is the size asked, "had" the
+// bytes left in the workspace. Read only where FlashInfer or its allocator is named nearby.
+grammar!(flashinfer_quoted, r"Buffer overflow(?::| when allocating[^\n,]{0,80})[ \t]*needed (?P<req>\d[\d,]*) bytes[^\n,]{0,20},[ \t]*had (?P<free>\d[\d,]*) bytes");
+grammar!(flashinfer_named, r"(?i)\bflashinfer\b|AlignedAllocator|allocator\.h");
+
+// MindSpore's device memory pool (`mindspore/ccsrc/backend/common/mem_reuse/mem_dynamic_allocator.cc`,
+// DynamicMemPoolBestFit::AddMemBlockAndMemBufByEagerFree, read at mindspore-ai/mindspore@01ee00b57d0ba3d540d4b0e53d24f087626a4887):
+// when what the pool holds in use, plus what events hold, plus the request exceed the pool's total it logs this at
+// ERROR and returns no memory. (Its "Memory not enough: ... is smaller than required size" lines are WARNINGs after
+// which the pool still tries to free and reuse memory: not failures by themselves.)
+grammar!(mindspore_pool, r"TotalUsedMemStatistics : (?P<used>\d+) plus TotalUsedByEventMemStatistics : (?P<event>\d+) and plus alloc size : (?P<req>\d+) is more than total mem size : (?P<total>\d+)\.?");
+// (ASCII word ends: a Chinese sentence names the device with no space around it, "在npu上".)
+grammar!(mindspore_npu, r"(?-u:\b)(?:Ascend|npu|NPU|CANN|ascend\w*)(?-u:\b)");
+grammar!(mindspore_gpu, r"(?-u:\b)(?:GPU|CUDA|cuda\w*)(?-u:\b)|mindspore-gpu");
+
+// Habana Synapse (closed source; the wording as its runtime log prints it, huggingface/optimum-habana#1722): a
+// compiled graph (recipe) whose global HBM memory exceeds what the queue it is to run on may address fails the
+// graph compile ("Graph compile failed. synStatus=synStatus 26 [Generic failure]" in PyTorch); the limit follows
+// where the line is whole.
+grammar!(synapse_recipe, r"recipe global hbm memory size (?P<req>\d+) exceeds (?P<queue>\w+) hbm(?: global memory size limit (?P<lim>\d+))?");
+
+// Xilinx XRT (read at Xilinx/XRT@2.25.0): the embedded shim's xclAllocBO throws std::bad_alloc when the kernel
+// driver cannot create the buffer object (`src/runtime_src/core/edge/user/shim.cpp`, DRM_IOCTL_ZOCL_CREATE_BO), and
+// the OpenCL layer's clCreateBuffer catches a std::bad_alloc, prints its what() as an XRT error message and returns
+// CL_OUT_OF_RESOURCES (`src/runtime_src/xocl/api/clCreateBuffer.cpp`): "[XRT] ERROR: std::bad_alloc" is a device
+// buffer that could not be allocated.
+grammar!(xrt_bad_alloc, r"\[XRT\] ERROR: std::bad_alloc");
 
 // DeepSpeed `csrc/transformer/inference/includes/inference_context.h` GenWorkSpace: with less free
 // device memory than the workspace's minimum it prints "Requested:\t%lu\nFree:\t%lu\nTotal:\t%lu\n"
@@ -173,6 +212,67 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             h.phase = Some(Phase::Runtime);
             h.space("device");
             h.priority = 10;
+            hits.push(h);
+        }
+    }
+    if has(t, "Buffer overflow") && flashinfer_named().is_match(t) {
+        for c in flashinfer_quoted().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("flashinfer.workspace-overflow", m.start(), m.end()).on(Platform::Cuda).during(Phase::Runtime).in_space("device").ranked(10);
+            let num = |g: &str| c[g].replace(',', "").parse::<u64>().ok();
+            if let Some(v) = num("req") {
+                h.bytes(SizeKey::Requested, v, format!("{} bytes", &c["req"]));
+            }
+            if let Some(v) = num("free") {
+                h.bytes(SizeKey::Free, v, format!("{} bytes", &c["free"]));
+            }
+            hits.push(h);
+        }
+    }
+    if has(t, "is more than total mem size") {
+        for c in mindspore_pool().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let around = format!("{}{}", window_before(t, m.start(), 3000), super::window(t, m.end(), 3000));
+            let platform = if mindspore_npu().is_match(&around) {
+                Platform::Npu
+            } else if mindspore_gpu().is_match(&around) {
+                Platform::Cuda
+            } else {
+                Platform::Other
+            };
+            let mut h = Hit::new("generic.device-oom", m.start(), m.end()).on(platform).during(Phase::Runtime).in_space("device").ranked(10);
+            let num = |g: &str| c[g].parse::<u64>().ok();
+            if let (Some(u), Some(e)) = (num("used"), num("event")) {
+                h.bytes(SizeKey::Used, u + e, if e == 0 { c["used"].to_string() } else { format!("{} + {}", &c["used"], &c["event"]) });
+            }
+            if let Some(v) = num("req") {
+                h.bytes(SizeKey::Requested, v, c["req"].to_string());
+            }
+            if let Some(v) = num("total") {
+                h.bytes(SizeKey::Total, v, c["total"].to_string());
+            }
+            h.detail("allocator", "MindSpore DynamicMemPoolBestFit");
+            hits.push(h);
+        }
+    }
+    if has(t, "hbm memory size") {
+        for c in synapse_recipe().captures_iter(t) {
+            let m = c.get(0).unwrap();
+            let mut h = Hit::new("generic.device-oom", m.start(), m.end()).on(Platform::Other).during(Phase::Compile).in_space("device").ranked(10);
+            if let Ok(v) = c["req"].parse::<u64>() {
+                h.bytes(SizeKey::Requested, v, c["req"].to_string());
+            }
+            if let Some(v) = c.name("lim").and_then(|v| v.as_str().parse::<u64>().ok()) {
+                h.bytes(SizeKey::Limit, v, v.to_string());
+            }
+            h.detail("runtime", "habana-synapse").detail("queue", c["queue"].to_string()).detail("memory", "recipe global HBM");
+            hits.push(h);
+        }
+    }
+    if has(t, "ERROR: std::bad_alloc") {
+        for m in xrt_bad_alloc().find_iter(t) {
+            let mut h = Hit::new("generic.device-oom", m.start(), m.end()).on(Platform::Other).during(Phase::Runtime).in_space("device").ranked(10);
+            h.detail("runtime", "xrt").detail("wording", "std::bad_alloc");
             hits.push(h);
         }
     }

@@ -22,7 +22,7 @@ pub mod vocabulary;
 
 /// Start triggers owned by the family modules (the scanner adds them to its own list).
 pub const MODULE_TRIGGERS: &[&[&str]] =
-    &[host::TRIGGERS, cluster::TRIGGERS, ggml::TRIGGERS, runtimes::TRIGGERS, serving::TRIGGERS, ecosystem::TRIGGERS, generic::TRIGGERS, prose::TRIGGERS];
+    &[host::TRIGGERS, cluster::TRIGGERS, ggml::TRIGGERS, runtimes::TRIGGERS, serving::TRIGGERS, ecosystem::TRIGGERS, misc::TRIGGERS, generic::TRIGGERS, prose::TRIGGERS];
 
 use crate::finding::{Allocation, Confidence, Culprit, Derived, SizeKey};
 use crate::normalize::Flat;

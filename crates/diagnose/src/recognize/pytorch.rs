@@ -57,7 +57,8 @@ grammar!(headline, r"(?P<dev>CUDA|HIP|XPU|NPU|MTIA) out of memory\.");
 // traceback line that names one is an allocator OOM however much of its message survives (a title or a
 // sentence may cut it: "torch.OutOfMemoryError: Allocation on device"). Word ends are ASCII: in a Chinese
 // sentence the class name follows a CJK character with no space.
-grammar!(oom_class, r"(?-u:\b)torch\.(?P<cuda>cuda\.)?OutOfMemoryError(?-u:\b)(?::[ \t]*(?P<msg>[^\n]{0,300}))?");
+// The classes are `vocabulary::OOM_CLASSES`' PyTorch rows.
+grammar!(oom_class, &format!(r"(?P<class>{})(?::[ \t]*(?P<msg>[^\n]{{0,300}}))?", super::vocabulary::oom_class_pattern("pytorch")));
 grammar!(rocm_words, r"\bROCm\b|\brocm\b|\bHIP\b|PYTORCH_HIP_ALLOC_CONF|\bamdgpu\b|\bhipMalloc\w*");
 grammar!(alloc_failed, r"(?P<lib>CUBLAS|HIPBLAS|CUBLASLT|ROCBLAS|CUSOLVER|CUSPARSE|CUFFT)_STATUS_(?P<st>ALLOC_FAILED|NOT_INITIALIZED)(?: when calling `?(?P<call>[\w:]+\([^)]*\))`?)?");
 
@@ -152,18 +153,20 @@ pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
             // names ROCm, whose builds raise the same class with the same words (the hipified cudaMallocAsync
             // backend prints "Allocation on device" too).
             let rocm = rocm_words().is_match(super::window_before(t, m.start(), 3000)) || rocm_words().is_match(window(t, m.start(), 3000));
+            let class = super::vocabulary::oom_class(&c["class"]).expect("a PyTorch row");
+            let cuda_only = c["class"].starts_with("torch.cuda.");
             let (id, platform) = if msg.starts_with("CUDA out of memory") {
                 ("pytorch.cuda-oom", Platform::Cuda)
             } else if msg.starts_with("HIP out of memory") {
                 ("pytorch.hip-oom", Platform::Rocm)
             } else if msg.starts_with("MPS backend out of memory") {
                 ("pytorch.mps-oom", Platform::Mps)
-            } else if msg.starts_with("XPU") && c.name("cuda").is_none() {
-                ("generic.device-oom", Platform::Xpu)
-            } else if rocm && c.name("cuda").is_none() {
-                ("generic.device-oom", Platform::Rocm)
+            } else if msg.starts_with("XPU") && !cuda_only {
+                (class.entry, Platform::Xpu)
+            } else if rocm && !cuda_only {
+                (class.entry, Platform::Rocm)
             } else {
-                ("generic.device-oom", Platform::Cuda)
+                (class.entry, class.platform)
             };
             // Sizeless and after every family grammar (the headline alone is 60): the fallback where no other reads the line.
             let mut h = Hit::new(id, m.start(), m.end()).on(platform).during(Phase::Runtime).in_space("device").ranked(65);

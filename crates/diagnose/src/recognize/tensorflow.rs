@@ -1,8 +1,11 @@
 //! TensorFlow's allocator failure (`tensorflow/core/framework/op_kernel.cc` /
 //! `bfc_allocator.cc`): "OOM when allocating tensor with shape[…] and type T on
-//! DEVICE by allocator NAME", with the graph node on the next line.
+//! DEVICE by allocator NAME", with the graph node on the next line; and TensorFlow's own status
+//! class (`vocabulary::OOM_CLASSES`: `ResourceExhaustedError`) where its message says memory in
+//! other words, as eager ops raise it ("ResourceExhaustedError: failed to allocate memory
+//! [Op:AddV2]", the op after the message as `tensorflow/python/eager` appends it).
 
-use super::{has, window, Hit};
+use super::{has, vocabulary, window, window_before, Hit};
 use crate::grammar;
 use oomdoc_kb::{Phase, Platform};
 use oomdoc_units::DType;
@@ -10,9 +13,60 @@ use oomdoc_units::DType;
 // The shape may be cut off ("with shape...") or retyped in parentheses ("with shape (1024, 100, 160)"):
 // the message is TensorFlow's OOM either way (`tensorflow/core/framework/op_kernel.cc`).
 grammar!(oom_tensor, r"OOM when allocating tensor(?: (?:with|of) shape\s*(?:[\[(](?P<dims>[0-9,\s]*)[\])])?)?(?:\s+and type\s+(?P<ty>\w+))?(?:\s+on\s+(?P<dev>[^\s\]]+?))?(?:\s+by allocator\s+(?P<alloc>\w+))?(?:[\s.,\[]|$)");
+// The class with its message on the same line; the message must say memory (the class is also raised for quotas,
+// full disks, gRPC message limits).
+grammar!(tf_class, &format!(r"(?P<class>{}):[ \t]*(?P<msg>[^\n]{{1,300}})", vocabulary::oom_class_pattern("tensorflow")));
+grammar!(memory_words, r"(?i)\bfailed to allocate\b|\bout of memory\b|^OOM\b|\b(?:cannot|unable to|could not) allocate\b|\bmemory allocation failed\b");
+grammar!(eager_op, r"\[Op:(?P<op>\w+)\]");
+// Which memory the log names around the class: TensorFlow's GPU BFC allocator and devices, or its CPU device.
+grammar!(tf_gpu, r"\bGPU_\d+_bfc\b|\bbfc_allocator\b|/device:GPU:\d|\bgpu_device\b|\bGPU\b");
+grammar!(tf_cpu, r"/device:CPU:\d|\bcpu_bfc\b|\bcpu_allocator\b");
 grammar!(node, r"\[\[\{\{node (?P<n>[^}]+)\}\}\]\]|\[\[Node: (?P<m>[^\s=]+)");
 
 pub fn recognize(t: &str, hits: &mut Vec<Hit>) {
+    oom_tensor_hits(t, hits);
+    if has(t, "ResourceExhaustedError") && !hits.iter().any(|h| h.id == "tensorflow.oom-tensor" || h.id == "bfc.allocator-oom") {
+        status_class(t, hits);
+    }
+}
+
+/// TensorFlow's status class with a memory message that no grammar reads: its device OOM entry, on the memory
+/// the log names (the GPU's BFC allocator, whose dump gives the pool's sizes, or the CPU device).
+fn status_class(t: &str, hits: &mut Vec<Hit>) {
+    for c in tf_class().captures_iter(t) {
+        let msg = c.name("msg").unwrap();
+        if !memory_words().is_match(msg.as_str().trim_start()) || msg.as_str().trim_start().starts_with("OOM when allocating") {
+            continue;
+        }
+        let m = c.get(0).unwrap();
+        let Some(class) = vocabulary::oom_class(&c["class"]) else { continue };
+        let around = format!("{}{}", window_before(t, m.start(), 3000), window(t, m.start(), 3000));
+        let (platform, space) = if tf_cpu().is_match(&around) && !tf_gpu().is_match(&around) {
+            (Platform::Cpu, "host")
+        } else {
+            (class.platform, "device")
+        };
+        let mut h = Hit::new(class.entry, m.start(), m.end()).on(platform).during(Phase::Runtime).in_space(space).ranked(64);
+        h.flag("framework_tensorflow");
+        h.detail("exception", c["class"].to_string());
+        if let Some(op) = eager_op().captures(msg.as_str()) {
+            h.culprit.op = Some(op["op"].to_string());
+        }
+        if space == "device" && !tf_gpu().is_match(&around) {
+            h.likely("TensorFlow's status class says memory but the log names no device: its GPU device is taken");
+        }
+        // The BFC allocator's dump around the failure (TensorFlow logs it before the exception; a paste may put it after).
+        let before = m.start().saturating_sub(1 << 20);
+        let mut from = before;
+        while !t.is_char_boundary(from) {
+            from += 1;
+        }
+        super::gpu_xla::bfc_dump(t, from, &mut h);
+        hits.push(h);
+    }
+}
+
+fn oom_tensor_hits(t: &str, hits: &mut Vec<Hit>) {
     if !has(t, "OOM when allocating") {
         return;
     }

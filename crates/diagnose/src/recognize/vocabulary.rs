@@ -256,6 +256,56 @@ pub fn host_names_pattern() -> String {
     HOST_NAMES.iter().map(|h| format!("(?:{})", h.pattern)).collect::<Vec<_>>().join("|")
 }
 
+/// A framework's own out-of-memory exception class, as a traceback or a title names it
+/// (`torch.OutOfMemoryError: ...`, `cupy.cuda.memory.OutOfMemoryError`): the class says the
+/// framework's allocator failed even where its message is cut, so each is a fallback ranked after
+/// the framework's message grammars. The framework's recognizer reads the rows of its own
+/// `framework` (through [`oom_class_pattern`]); what it reports when only the class is there is
+/// `entry` on `platform` in `space`, `likely`. A class that the framework also raises for what is
+/// not memory (TensorFlow's `ResourceExhaustedError`: quotas, full disks) is [`Meaning::Likely`]
+/// with `needs_memory_context`: a memory failure only where its own message says memory.
+#[derive(Debug)]
+pub struct OomClass {
+    /// The recognizer that reads the row (`pytorch`, `cupy`, `tensorflow`).
+    pub framework: &'static str,
+    /// Regex (no groups) of the qualified name as printed; matched between ASCII word ends.
+    pub class: &'static str,
+    /// The knowledge-base entry for the class alone.
+    pub entry: &'static str,
+    pub platform: Platform,
+    pub space: Space,
+    pub meaning: Meaning,
+    /// Where the class is defined, at a tag.
+    pub source: &'static str,
+}
+
+const TF_RESOURCE: &str = "TensorFlow raises ResourceExhaustedError for any exhausted resource (a per-user quota, a full file system), an allocation among them: a memory failure where its message says memory";
+
+/// Every framework's own out-of-memory class (other host runtimes' names, the JVM's
+/// `java.lang.OutOfMemoryError` kinds, .NET's `System.OutOfMemoryException`, DuckDB's and
+/// Arrow's classes, NumPy's `_ArrayMemoryError` under the `numpy` module, are in [`MEMBERS`] and
+/// [`HOST_NAMES`]; Ray's memory-monitor classes in `cluster.rs`).
+pub const OOM_CLASSES: &[OomClass] = &[
+    // From 1.13; raised by the CUDA caching allocator (and by ROCm builds' HIP allocator under the same name).
+    OomClass { framework: "pytorch", class: r"torch\.cuda\.OutOfMemoryError", entry: "generic.device-oom", platform: Platform::Cuda, space: Device, meaning: Oom, source: "https://pytorch.org/docs/stable/generated/torch.cuda.OutOfMemoryError.html (exception torch.cuda.OutOfMemoryError: 'Exception raised when device is out of memory')" },
+    // From 2.5 the same class under `torch.`, raised by the CUDA/HIP, XPU and MPS allocators.
+    OomClass { framework: "pytorch", class: r"torch\.OutOfMemoryError", entry: "generic.device-oom", platform: Platform::Cuda, space: Device, meaning: Oom, source: "https://docs.pytorch.org/cppdocs/_sources/api/classc10_1_1_out_of_memory_error.rst.txt (c10::OutOfMemoryError in c10/util/Exception.h, bound to Python as torch.OutOfMemoryError since 2.5)" },
+    OomClass { framework: "cupy", class: r"cupy\.cuda\.memory\.OutOfMemoryError", entry: "cupy.out-of-memory", platform: Platform::Cuda, space: Device, meaning: Oom, source: "cupy/cupy:cupy/cuda/memory.pyx@v14.2.0 (class OutOfMemoryError(MemoryError): size about to be allocated, total allocated so far, limit; raised by the memory pool)" },
+    OomClass { framework: "tensorflow", class: r"(?:tensorflow\.python\.framework\.errors_impl\.|tf\.errors\.)?ResourceExhaustedError", entry: "tensorflow.oom-tensor", platform: Platform::Cuda, space: Device, meaning: Likely { reason: TF_RESOURCE, needs_memory_context: true }, source: "tensorflow/tensorflow:tensorflow/python/framework/errors_impl.py@v2.21.0#L367-L380 (ResourceExhaustedError, error code RESOURCE_EXHAUSTED: 'For example, this error might be raised if a per-user quota is exhausted, or perhaps the entire file system is out of space'), read at https://www.tensorflow.org/api_docs/python/tf/errors/ResourceExhaustedError" },
+];
+
+/// One regex (no groups) of a framework's classes, between ASCII word ends (a class name in a
+/// Chinese sentence follows a CJK character with no space).
+pub fn oom_class_pattern(framework: &str) -> String {
+    let alts: Vec<&str> = OOM_CLASSES.iter().filter(|c| c.framework == framework).map(|c| c.class).collect();
+    format!(r"(?-u:\b)(?:{})(?-u:\b)", alts.join("|"))
+}
+
+/// The row whose class the printed name is.
+pub fn oom_class(printed: &str) -> Option<&'static OomClass> {
+    OOM_CLASSES.iter().find(|c| regex::Regex::new(&format!("^(?:{})$", c.class)).is_ok_and(|r| r.is_match(printed)))
+}
+
 /// The member of that name.
 pub fn member(name: &str) -> Option<&'static Member> {
     MEMBERS.iter().find(|m| m.name == name)
@@ -309,6 +359,20 @@ mod tests {
         for t in ["cupy.cuda.memory.OutOfMemoryError: out of memory", "torch.OutOfMemoryError: CUDA out of memory", "mynumpy_ext.Error: out of memory"] {
             assert!(!all.is_match(t), "{t}");
         }
+    }
+
+    #[test]
+    fn oom_classes_are_cited_and_distinct() {
+        for c in OOM_CLASSES {
+            assert!(regex::Regex::new(&oom_class_pattern(c.framework)).is_ok(), "{}", c.class);
+            assert!(c.source.starts_with("https://") || c.source.split_once(':').is_some_and(|(r, _)| r.matches('/').count() == 1), "{}", c.class);
+            assert!(c.source.contains('@') || c.source.starts_with("https://"), "{}: no tag", c.class);
+        }
+        let torch = regex::Regex::new(&oom_class_pattern("pytorch")).unwrap();
+        assert!(torch.is_match("torch.OutOfMemoryError: CUDA out of memory") && torch.is_match("torch.cuda.OutOfMemoryError: ..."));
+        assert!(!torch.is_match("mytorch.OutOfMemoryErrors"));
+        assert_eq!(oom_class("cupy.cuda.memory.OutOfMemoryError").map(|c| c.entry), Some("cupy.out-of-memory"));
+        assert_eq!(oom_class("tf.errors.ResourceExhaustedError").map(|c| c.framework), Some("tensorflow"));
     }
 
     #[test]
