@@ -64,10 +64,10 @@ grammar!(
 );
 // A negation just before the phrase ("no OOM", "doesn't run out of memory", "no longer OOMs").
 grammar!(negated, r"(?i)\b(?:no|not|never|without|don't|doesn't|didn't|isn't|wasn't|aren't|no longer|instead of|rather than|nor)\W+(?:\w+\W+){0,2}$");
-// A person writing about a failure ("I'm getting OOM", "my model has OOM issues", "your
-// computer runs out of memory"): the corpus's negatives hold such narratives and questions
-// as prose, not reports; a report states the failure impersonally (a title, a summary line).
-grammar!(person, r"(?i)\b(?:i|i'm|i've|i'd|i'll|im|me|my|mine|we|we're|we've|our|us|you|your|you're)\b");
+// Addressing the reader ("when your computer runs out of memory", "you will hit OOM"): an
+// explanation or advice, not a report. The first person ("I encountered OOM with 50GB GPUs",
+// "we notice an OOM in the nightly image") narrates what happened: a report.
+grammar!(second_person, r"(?i)\b(?:you|your|you're|you've|you'll|yours)\b");
 // A log line (a program's lower-case name as prefix, `slurmstepd: …`; timestamp, glog level, `name: error:`, an exception class, `file.cc:123`): a
 // runtime's message, which the family grammars and the generic layer read or leave.
 grammar!(
@@ -168,7 +168,7 @@ fn stated(sentence: &str) -> Option<String> {
     let clean = url().replace_all(sentence, " ");
     let clean = concession().replace_all(&clean, " ");
     let s = clean.as_ref();
-    if s.trim_end().ends_with('?') || not_a_report().is_match(s) || changelog().is_match(s) || person().is_match(s) {
+    if s.trim_end().ends_with('?') || not_a_report().is_match(s) || changelog().is_match(s) || second_person().is_match(s) {
         return None;
     }
     // A quoted phrase inside a sentence is a mention ("errors like 'out of memory'").
