@@ -198,7 +198,8 @@ grammar!(limit_sz, &r"(?i)\b(?:limit|max(?:imum)?(?: allowed)?|capacity)(?: of| 
 grammar!(alloc_sz, &r"(?i)(?P<a>{SZU})(?: memory)? (?:has been|have been|already) allocated|\ballocated(?: so far)?\s*[=:]\s*(?P<b>{SZU})".replace("{SZU}", SZU));
 
 // Words that name the platform and the memory space.
-grammar!(w_cuda, r"\bCUDA\b|\bcuda\w*|\bTRT(?:-LLM)?\b|\bTensorRT\w*|\bcu(?:Mem|da)[A-Z]\w*|NVIDIA|\bnvidia\b|\bcublas|\bcudnn|CUDAPlace|\w\.cu\b|\bbitsandbytes\b");
+// Users retype the name in any casing ("Cuda out of memory", "Cuda Runtime Error").
+grammar!(w_cuda, r"(?i:\bcuda\w*)|\bTRT(?:-LLM)?\b|\bTensorRT\w*|\bcu(?:Mem|da)[A-Z]\w*|NVIDIA|\bnvidia\b|\bcublas|\bcudnn|CUDAPlace|\w\.cu\b|\bbitsandbytes\b");
 grammar!(w_rocm, r"\bHIP\b|\bhip[A-Z]\w*|\bROCm\b|\brocm\b|\bAMDGPU\b|\bMIOpen\b|\bmiopen\w*|\brocBLAS\b|\brocblas\w*");
 // (ggml's Metal backend logs from `ggml_metal_*` functions.)
 grammar!(w_metal, r"\bMetal\b|\bMETAL\b|\bMTL\w+|MTLBuffer|kIOGPU\w+|\bggml_metal\w*");
@@ -225,7 +226,7 @@ fn w_host_weak() -> &'static regex::Regex {
         ))
     })
 }
-grammar!(w_device, r"\bGPU\b|\bgpu\b|\bVRAM\b|\bvram\b|(?i:\bdevice memory\b)|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bRMM_\w+|\bDirectML\b|\bDML\b|\bDml[A-Z]\w*|\bVulkan\b|\bPT_DEVMEM\b|\bHPU\b|\bhpu\b|\bGaudi\b|\bhabana\w*|(?i:\b(?:npu|video|graphics|dedicated)[ _]memory\b)|\bpoplar\w*|\bpopart\b|\bIPU\b|\bdev_id\b|(?:\b|_)gmem\b|\bbmlib\w*|\bXRT\w*|\bxrt\w*");
+grammar!(w_device, r"(?i:\bgpus?\b)|\bVRAM\b|\bvram\b|(?i:\bdevice memory\b)|\bon device\b|\bdevice \d|\bdevice:\s*\d|DEVICE_MEMORY|\bHBM\b|\bGPU_\d|\bCL_MEM_\w+|\bOpenCL\b|\bcl[A-Z][a-z]\w+|DeviceMemory|\bRMM_\w+|\bDirectML\b|\bDML\b|\bDml[A-Z]\w*|\bVulkan\b|\bPT_DEVMEM\b|\bHPU\b|\bhpu\b|\bGaudi\b|\bhabana\w*|(?i:\b(?:npu|video|graphics|dedicated)[ _]memory\b)|\bpoplar\w*|\bpopart\b|\bIPU\b|\bdev_id\b|(?:\b|_)gmem\b|\bbmlib\w*|\bXRT\w*|\bxrt\w*");
 
 grammar!(
     other_cause,
