@@ -247,16 +247,19 @@ const CONTEXT_WORDS: &[&str] = &[
 /// search's eight buckets, chosen by the tool's `--order` for the fewest positions of the
 /// reference text that pass a bucket's fingerprint test. (`cache` was one until a
 /// serving log's metrics line, which names the KV cache twice, joined the reference:
-/// `--keep` dropped it and covered its four triggers with longer pieces of them.)
+/// `--keep` dropped it and covered its four triggers with longer pieces of them. Session 6 made
+/// room for eight more start triggers by sharing: `rror` stands for `code: -`, `openxla.` and
+/// `ode 2: `; `ESOURCE` for `SOURCE_E` and `RESOURCES`; `ensor` for `Tensor w` and TF's `Dst
+/// tensor`; MXNet's `pooled_storage_manager` is no trigger, its line's `out of memory` is.)
 pub const ANCHOR_BUCKETS: &[&[&str]] = &[
-    &["pagin", "Auslager", "he is ne", "pooled_s", "posix_me", "E300", "1455", "_STATUS_"],
-    &["EL0004", "emory", "XLA_", "esource", ":OOM", "e died", "lloc", "TPU_"],
-    &[" compil", "SOURCE_E", " OOM", "SIGKILL", "MEMORY", "rogram", " to r", "red in K"],
-    &[" device:", "code: -", "ed d", "onvoluti", "LLVM ERR", "ENOMEM", "uffer", "No v"],
-    &["Hbm usag", "celerato", "xecutab", "able RAM", "ase ", "800705", "BAD TERM", "Tensor w"],
-    &["ALLOC", "200:", "[OOM", "kill", " than ", "(OOM", "otal ", "rrno 12]"],
-    &["or model", "E100", "RESOURCES", "openxla.", "E200", "KernelRe", "E010", "ode 2: "],
-    &[" when wa", "cache bl", " 137", " vs. ", "nqueue", "pace lef", "halted ", "ille"],
+    &[" vs. ", " when wa", ":OOM", "nqueue", "ALLOC", " oom", "he is ne", " compil"],
+    &["No v", "Auslager", "MEMORY", "kill", "ed d", "e died", "[OOM", "posix_me"],
+    &["able RAM", "ase ", "GC overh", "LLVM ERR", "Hbm usag", "BAD TERM", "rrno 12]", "red in K"],
+    &["_STATUS_", "E200", ": -9", "rror", "XLA_", "emory", "KernelRe", "rogram"],
+    &["esource", "800705", "EL0004", "lloc", "ENOMEM", "ensor", "OOM ", "TPU_"],
+    &[" than ", "E100", "halted ", " OOM", "onvoluti", " device:", "(OOM", " 137"],
+    &[" to r", "1455", "ESOURCE", "SIGKILL", "cache bl", "E300", "otal ", "pagin"],
+    &["E010", "uffer", "celerato", "or model", "200:", "ille", "pace lef", "xecutab"],
 ];
 
 /// Every start trigger: the scanner's own list plus each family module's, without repeats.
