@@ -245,7 +245,8 @@ grammar!(memory_before_kill, r"(?i)\b(?:exceeds? \d+% of (?:free )?system memory
 const KILL_AFTER_MEMORY: &str = "the shell reports the job killed by SIGKILL, and the lines before it report the job's memory use: the kernel's OOM killer sends SIGKILL to the process that outgrows the machine's memory (dmesg shows 'Killed process' to confirm); a kill by hand or by a scheduler reads the same";
 // A parent process reporting its child's return code: a negative one is the signal that ended it
 // (Python's `subprocess` returncode -N), -9 SIGKILL.
-grammar!(child_minus9, r"\b(?:[Cc]ommand returned|[Ee]rror code):? -9\b");
+// (Not `error code: -9`: OpenCL prints its status so, and -9 there is CL_IMAGE_FORMAT_NOT_SUPPORTED.)
+grammar!(child_minus9, r"\b(?:[Cc]ommand returned: |[Ee]rror code )-9\b");
 const KILL_CHILD: &str = "a parent process reports its child's return code -9: the child was ended by signal 9 (SIGKILL), which the kernel's OOM killer sends to the process that outgrows the machine's memory (dmesg shows 'Killed process' to confirm); a kill by hand or by a scheduler reads the same";
 const KILL_BARE: &str = "the shell reports the job killed by SIGKILL; the kernel's OOM killer is the usual sender (dmesg shows 'Killed process' to confirm), but a kill by hand or by a scheduler reads the same";
 grammar!(cpu_enforce_only, r"enforce fail at (?:CPUAllocator|alloc_cpu)\.cpp(?::\d+)?");
