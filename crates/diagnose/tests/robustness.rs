@@ -106,3 +106,26 @@ fn kernel_symbol_tables_give_no_finding() {
     let r = diagnose_text(kallsyms, &Options::default());
     assert!(r.findings.is_empty(), "{:?}", r.findings.iter().map(|f| &f.id).collect::<Vec<_>>());
 }
+
+/// A failure line that only a session-6 trigger can start (`OOM ` opening a line, docker's
+/// `container oom`, a parent's return code -9), 100 KiB into a serving log: past the prose
+/// stage's whole-input pass, the scanner's anchors have to find it.
+#[test]
+fn late_lines_that_only_new_triggers_start() {
+    let filler: String = (0..800).map(|i| format!("INFO 05-28 07:00:{:02} [engine.py:310] Added request chatcmpl-{i:x}. GPU KV cache usage: 1.0%, CPU KV cache usage: 0.0%.\n", i % 60)).collect();
+    // https://github.com/aistudynow/Comfyui-bitdance/issues/2, https://github.com/aws-neuron/aws-neuron-sdk/issues/431,
+    // https://github.com/NVIDIA/DIGITS/issues/1362
+    for (line, id) in [
+        ("AMD Radeon RX 7900 XTX 24GB\nrocm-7.2.0\nLinux Debian 13\n\nOOM while VAE Decode", None),
+        ("INFO:Neuron:Compile command returned: -9", Some("host.oom-killer")),
+        ("ERROR: error code -9", Some("host.oom-killer")),
+    ] {
+        let text = format!("{filler}{line}\n{filler}");
+        let r = diagnose_text(&text, &Options::default());
+        assert!(!r.findings.is_empty(), "{line}");
+        if let Some(id) = id {
+            assert_eq!(r.findings[0].id, id, "{line}");
+        }
+        assert!(r.findings[0].line > 800, "{line}: {}", r.findings[0].line);
+    }
+}

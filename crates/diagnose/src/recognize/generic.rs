@@ -125,6 +125,14 @@ pub const TRIGGERS: &[&str] = &[
     "algorithm to run convolution",
     // Rust 1.20-1.27's heap OOM abort: "fatal runtime error: allocator memory exhausted" (`vocabulary::HOST_NAMES`).
     "allocator memory exhausted",
+    // The JVM's OutOfMemoryError kind as Gradle and Maven print it without the class
+    // ("> GC overhead limit exceeded"; `vocabulary::HOST_NAMES`).
+    "GC overhead limit exceeded",
+    // PyTorch's CUDASolver check with the status as a number ("cusolver error: 7").
+    "cusolver error",
+    // TensorFlow's copy into a device tensor whose buffer could not be allocated
+    // (`errors::Internal("Dst tensor is not initialized.")`, common_runtime/gpu/gpu_util.cc).
+    "Dst tensor is not initialized",
 ]; 
 
 // The memory-failure phrases, any capitalisation, wrapped lines allowed (a space matches any whitespace run).
@@ -132,6 +140,7 @@ grammar!(
     strong,
     r"(?i)(?:\b|_)out[ _-]?of[ _-]?(?:(?:gpu|device|host|cpu|system|video|graphics|shared|dedicated)[ _-]?)?memory|\bout of gpu and shared host memory\b|(?:can(?:'|no)t|could ?not|unable to|failed to|fail to) (?:allocate|m?alloc)\b|no(?:t)?[ _]enough[ _](?:\w+[ _]){0,2}memory|insufficient[ _](?:\w+[ _])?(?:memory|vram)|(?:\b|_)(?:m|c)?alloc(?:ate)?[ _](?:(?:device|host|gpu|dev|mpp|dma)[ _])?(?:g?mem(?:ory)?|buffer)[ _]fail(?:ed|ure)?\b|memory[ _]allocation[ _](?:has[ _])?failed|memory[ _]allocation[ _]error\b|alloc(?:ation)?[ _](?:failed|failure)|exceed(?:s|ed)?[ _]max(?:imum)?[ _](?:\w+[ _]){0,4}(?:allocation|memory)\b|failed[ _]to[ _]allocate|MEM_OBJECT_ALLOCATION_FAILURE|\bENOMEM\b|\bMemoryError\b|\bOOM\b|out of (?:gpu|device) resources|(?:memory |host |device )?allocation of (?:size )?\d+(?: bytes)? failed|allocating \d+ bytes exceeds the memory limit of \d+|memory not available to allocate|\btorch\.(?:cuda\.|xpu\.)?OutOfMemoryError\b|\ballocator memory exhausted\b"
 );
+grammar!(dst_tensor, r"\bDst tensor is not initialized\.?");
 // What makes the line an error report, before the phrase.
 grammar!(
     error_marker,
@@ -678,6 +687,27 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
             h.platform = Some(Platform::Cuda);
             h.likely("every cuDNN algorithm was passed over; the framework skips an algorithm whose workspace it cannot allocate, so with no other error the GPU was out of memory (an unsupported input or a cuDNN/CUDA mismatch reads the same)");
             h.detail("library", "cudnn");
+            out.push(h);
+        }
+    }
+    // TensorFlow's copy between host and device checks its tensors first (common_runtime/gpu/gpu_util.cc,
+    // `PrepareCopy`: `if ((dst->TotalBytes() > 0) && !dst->IsInitialized()) return
+    // errors::Internal("Dst tensor is not initialized.");`, the same in pluggable_device_util.cc): the
+    // destination has bytes but no buffer, its allocation failed, which on a device is memory.
+    if t.contains("Dst tensor is not initialized") {
+        for m in dst_tensor().find_iter(t) {
+            let (ls, le) = line_bounds(t, m.start(), m.end());
+            let (ns, ne) = near(t, ls, le, 2);
+            if claimed(&existing, &out, ns, ne) {
+                continue;
+            }
+            let line = &t[ls..le];
+            if prose().is_match(line) || code().is_match(line) || quoted(t, ls, m.start(), le) {
+                continue;
+            }
+            let mut h = disguised("generic.device-oom", t, ls, le);
+            h.likely("TensorFlow copies host data into a device tensor whose buffer was never allocated (tensorflow/core/common_runtime/gpu/gpu_util.cc: `Dst tensor is not initialized.`); the device allocation failing for lack of memory is the usual reason");
+            h.detail("framework", "tensorflow");
             out.push(h);
         }
     }

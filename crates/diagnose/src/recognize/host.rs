@@ -94,6 +94,14 @@ pub const TRIGGERS: &[&str] = &[
     "MemoryError",
     "Unable to allocate",
     "exitcode: -9",
+    // A parent reporting its child's return code as Python's subprocess gives it (minus the signal
+    // number): Neuron's "Compile command returned: -9", DIGITS' "ERROR: error code -9".
+    "returned: -9",
+    "error code -9",
+    // `docker events`: the daemon's "oom" action for a container (moby daemon/monitor.go:204
+    // `LogContainerEvent(c, events.ActionOOM)`, api/types/events/events.go `ActionOOM Action = "oom"`,
+    // checked at docker-v29.7.2-150-gb985e2313a).
+    "container oom",
     "SIGKILL",
     "Killed: 9",
     "internal compiler error: Killed",
@@ -224,7 +232,7 @@ grammar!(killed_process, r"Killed process (?P<pid>\d+) \((?P<name>[^)]+)\)");
 grammar!(kb_field, r"(?P<k>total-vm|anon-rss|file-rss|shmem-rss):\s*(?P<v>[\d,]+)\s*kB");
 grammar!(
     oom_kill_event,
-    r#"oom-kill:constraint=|\bOOMKilled\b|\breason"?:\s*"OOM Killed"|invoked oom-killer|oom[-_]kill events?|srun: error: [^\n]*: Out Of Memory|Memory cgroup out of memory"#
+    r#"oom-kill:constraint=|\bOOMKilled\b|\breason"?:\s*"OOM Killed"|invoked oom-killer|oom[-_]kill events?|\bcontainer oom [0-9a-f]{12,64}\b|srun: error: [^\n]*: Out Of Memory|Memory cgroup out of memory"#
 );
 grammar!(
     exit137,
@@ -235,6 +243,11 @@ grammar!(shell_killed, r"(?m)^[ \t]*#{1,6}[ \t]+[\w/.\-]+: line \d+: \d+[ \t]+Ki
 // What a job prints about its memory before the shell reports it killed.
 grammar!(memory_before_kill, r"(?i)\b(?:exceeds? \d+% of (?:free )?system memory|(?:system|host|free|available) memory|memory usage|\bRAM\b|swap|allocat(?:e|ing|ion) (?:of )?\d[\d.,]*\s?(?:[KMGT]i?B|bytes)?)");
 const KILL_AFTER_MEMORY: &str = "the shell reports the job killed by SIGKILL, and the lines before it report the job's memory use: the kernel's OOM killer sends SIGKILL to the process that outgrows the machine's memory (dmesg shows 'Killed process' to confirm); a kill by hand or by a scheduler reads the same";
+// A parent process reporting its child's return code: a negative one is the signal that ended it
+// (Python's `subprocess` returncode -N), -9 SIGKILL.
+// (Not `error code: -9`: OpenCL prints its status so, and -9 there is CL_IMAGE_FORMAT_NOT_SUPPORTED.)
+grammar!(child_minus9, r"\b(?:[Cc]ommand returned: |[Ee]rror code )-9\b");
+const KILL_CHILD: &str = "a parent process reports its child's return code -9: the child was ended by signal 9 (SIGKILL), which the kernel's OOM killer sends to the process that outgrows the machine's memory (dmesg shows 'Killed process' to confirm); a kill by hand or by a scheduler reads the same";
 const KILL_BARE: &str = "the shell reports the job killed by SIGKILL; the kernel's OOM killer is the usual sender (dmesg shows 'Killed process' to confirm), but a kill by hand or by a scheduler reads the same";
 grammar!(cpu_enforce_only, r"enforce fail at (?:CPUAllocator|alloc_cpu)\.cpp(?::\d+)?");
 grammar!(
@@ -875,6 +888,18 @@ fn killer(t: &str, hits: &mut Vec<Hit>) {
             let mut h = host_hit("host.oom-killer", m.start(), m.end());
             h.confidence = Confidence::Likely;
             h.detail("exit_status", 137);
+            h.priority = 40;
+            hits.push(h);
+        }
+    }
+    if t.contains("-9") {
+        for m in child_minus9().find_iter(t) {
+            if prose_around(t, m.start(), m.end()) || hits.iter().any(|h| h.start < m.end() && m.start() < h.end) {
+                continue;
+            }
+            let mut h = host_hit("host.oom-killer", m.start(), m.end());
+            h.likely(KILL_CHILD);
+            h.detail("signal", "SIGKILL (a parent reported return code -9)");
             h.priority = 40;
             hits.push(h);
         }

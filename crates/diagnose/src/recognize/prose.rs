@@ -30,7 +30,8 @@ use oomdoc_kb::{Phase, Platform};
 /// "out of memory", " OOM", "Killed" …): a lower-case kill, and memory said to be exceeded.
 /// Each holds one of the scanner's 64 anchors (`kill`, `emory`); "out of VRAM", a lower-case
 /// "oom" or "OOM" opening a line would need anchors of their own (scan.rs `ANCHOR_BUCKETS`).
-pub const TRIGGERS: &[&str] = &["killed", "xceeded memory", "xceeds memory", "emory exceeded"];
+// "OOM " and " oom": a line or title that opens with the word (" OOM" is the generic layer's).
+pub const TRIGGERS: &[&str] = &["killed", "xceeded memory", "xceeds memory", "emory exceeded", "OOM ", " oom"];
 
 /// `confidence_reason` of a finding stated in prose (README, JSON contract).
 pub const REASON: &str = "stated in prose: the text says the job ran out of memory, but no runtime message is in it; the entry follows the runtime and device the text names";
