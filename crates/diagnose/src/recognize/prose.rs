@@ -201,9 +201,17 @@ fn stated(sentence: &str) -> Option<String> {
     None
 }
 
+// Vendor-neutral GPU APIs: a job on DirectML, Vulkan or OpenCL runs on whichever GPU the text
+// names without being that vendor's stack (torch-directml on a Radeon is not ROCm). PyTorch names
+// an out-of-tree backend's device `privateuseone` (torch-directml's tensors print it).
+grammar!(neutral_api, r"(?i)\bdirectml\b|torch[_-]directml|\bvulkan\b|\bopencl\b|\bprivateuseone\b");
+
 /// The platform the text's device words name, most telling first (a ROCm build prints
-/// "CUDA error" too; ZLUDA runs CUDA programs on AMD GPUs).
+/// "CUDA error" too; ZLUDA runs CUDA programs on AMD GPUs). A vendor-neutral API names none.
 pub fn platform_named(t: &str, apple_is_mps: bool) -> Option<Platform> {
+    if neutral_api().is_match(t) {
+        return Some(Platform::Other);
+    }
     if rocm_named(t) {
         return Some(Platform::Rocm);
     }
@@ -388,7 +396,7 @@ pub fn attribute(t: &str, hits: &mut [Hit]) {
         let host = h.id == "generic.host-oom" || h.memory_space.as_deref() == Some("host");
         // A ROCm build prints "CUDA error" (PyTorch's HIP build, Ollama's and llama.cpp's HIP
         // backends, ZLUDA running CUDA programs on AMD GPUs), whatever runtime the text names.
-        if h.platform == Some(Platform::Cuda) && rocm {
+        if h.platform == Some(Platform::Cuda) && rocm && !neutral_api().is_match(t) {
             h.platform = Some(Platform::Rocm);
         }
         let Some(runtime) = runtime else { continue };
