@@ -492,26 +492,8 @@ fn outcomes() {
             .filter(|(r, _)| !r.held_out)
             .filter_map(|(r, d)| d.as_ref().map(|(f, _)| (r, f, fresh.without(&r.source_url))))
             .collect();
-        let grid = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
-        for entry_w in grid {
-            for family_w in grid {
-                for group_w in [4.0, 16.0, 64.0] {
-                    let w = Weights { entry: entry_w, family: family_w, group: group_w, ..Weights::default() };
-                    let mut fig = Figures::default();
-                    for (r, f, t) in &cases {
-                        let Some(entry) = kb.by_id(&f.id) else { continue };
-                        let mut fixes = f.fixes.clone();
-                        fixes.retain(|x| !(x.id.starts_with(REGRESSION_FIX) && x.references.iter().any(|l| l.url == r.source_url)));
-                        rank(&mut fixes, entry, &Evidence::of(entry, t, w), Ranking::Measured);
-                        fig.add(&judge(r, f, &fixes));
-                    }
-                    println!("prior weights entry {entry_w} family {family_w} group {group_w}: fix 1 {} among 1-3 {} harmful {}", fig.fix1, fig.top3, fig.harmful);
-                }
-            }
-        }
-        // What a misled thread costs against a fixed one (`Weights::harm`), the others as set.
-        for harm in [0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0] {
-            let w = Weights { harm, ..Weights::default() };
+        // The corpus judged with the fixes ranked under weights `w`, each thread out.
+        let figures = |w: Weights| {
             let mut fig = Figures::default();
             for (r, f, t) in &cases {
                 let Some(entry) = kb.by_id(&f.id) else { continue };
@@ -520,6 +502,20 @@ fn outcomes() {
                 rank(&mut fixes, entry, &Evidence::of(entry, t, w), Ranking::Measured);
                 fig.add(&judge(r, f, &fixes));
             }
+            fig
+        };
+        let grid = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
+        for entry_w in grid {
+            for family_w in grid {
+                for group_w in [4.0, 16.0, 64.0] {
+                    let fig = figures(Weights { entry: entry_w, family: family_w, group: group_w, ..Weights::default() });
+                    println!("prior weights entry {entry_w} family {family_w} group {group_w}: fix 1 {} among 1-3 {} harmful {}", fig.fix1, fig.top3, fig.harmful);
+                }
+            }
+        }
+        // What a misled thread costs against a fixed one (`Weights::harm`), the others as set.
+        for harm in [0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0] {
+            let fig = figures(Weights { harm, ..Weights::default() });
             println!("harm weight {harm}: fix 1 {} among 1-3 {} harmful {}", fig.fix1, fig.top3, fig.harmful);
         }
     }

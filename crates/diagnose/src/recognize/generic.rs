@@ -557,11 +557,7 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
     }
     seen.sort_by_key(|x| x.0);
     for (start, end, member, vs, ve, adjacent) in seen {
-        let (ls, le) = line_bounds(t, start, end);
-        let (ns, ne) = near(t, ls, le, 2);
-        if claimed(&existing, &[], ns, ne) {
-            continue;
-        }
+        let Some((ls, le)) = free_line(t, &existing, &[], start, end) else { continue };
         let line = &t[ls..le];
         // The status right after an error or exception label (`Vulkan Error : VK_ERROR_OUT_OF_DEVICE_MEMORY`,
         // `CudaException: ErrorOutOfMemory: The API call failed because ...`) is the printed message, even
@@ -672,13 +668,8 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
     }
     if t.contains("algorithm to run convolution") {
         for m in no_cudnn_algo().find_iter(t) {
-            let (ls, le) = line_bounds(t, m.start(), m.end());
-            let (ns, ne) = near(t, ls, le, 2);
-            if claimed(&existing, &out, ns, ne) {
-                continue;
-            }
-            let line = &t[ls..le];
-            if prose().is_match(line) || code().is_match(line) || quoted(t, ls, m.start(), le) {
+            let Some((ls, le)) = free_line(t, &existing, &out, m.start(), m.end()) else { continue };
+            if mentioned(t, ls, m.start(), le) {
                 continue;
             }
             // The convolution autotuner found no algorithm that fits: cuDNN's own memory, as for
@@ -696,13 +687,8 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
     // destination has bytes but no buffer, its allocation failed, which on a device is memory.
     if t.contains("Dst tensor is not initialized") {
         for m in dst_tensor().find_iter(t) {
-            let (ls, le) = line_bounds(t, m.start(), m.end());
-            let (ns, ne) = near(t, ls, le, 2);
-            if claimed(&existing, &out, ns, ne) {
-                continue;
-            }
-            let line = &t[ls..le];
-            if prose().is_match(line) || code().is_match(line) || quoted(t, ls, m.start(), le) {
+            let Some((ls, le)) = free_line(t, &existing, &out, m.start(), m.end()) else { continue };
+            if mentioned(t, ls, m.start(), le) {
                 continue;
             }
             let mut h = disguised("generic.device-oom", t, ls, le);
@@ -716,11 +702,7 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
     if t.contains("_STATUS_SUCCESS") {
         for c in handle_create_failed().captures_iter(t) {
             let m = c.get(0).unwrap();
-            let (ls, le) = line_bounds(t, m.start(), m.end());
-            let (ns, ne) = near(t, ls, le, 2);
-            if claimed(&existing, &out, ns, ne) {
-                continue;
-            }
+            let Some((ls, le)) = free_line(t, &existing, &out, m.start(), m.end()) else { continue };
             let line = &t[ls..le];
             if prose().is_match(line) || listing().is_match(line) {
                 continue;
@@ -735,11 +717,7 @@ fn statuses(t: &str, existing: &[(usize, usize)]) -> Vec<Hit> {
     // Allocation calls that failed without a status (a status that is not memory rules them out).
     for c in alloc_call_failed().captures_iter(t) {
         let m = c.get(0).unwrap();
-        let (ls, le) = line_bounds(t, m.start(), m.end());
-        let (ns, ne) = near(t, ls, le, 2);
-        if claimed(&existing, &out, ns, ne) {
-            continue;
-        }
+        let Some((ls, le)) = free_line(t, &existing, &out, m.start(), m.end()) else { continue };
         let line = &t[ls..le];
         if prose().is_match(line) || listing().is_match(line) || other_cause().is_match(line) {
             continue;
@@ -1071,6 +1049,21 @@ fn disguised(id: &'static str, t: &str, ls: usize, le: usize) -> Hit {
     h.phase = Some(Phase::Runtime);
     h.space("device");
     h
+}
+
+/// The bounds of the line holding `s..e`, unless the text within two lines of it is
+/// [`claimed`]: a message near a family's or this layer's hit is theirs.
+fn free_line(t: &str, existing: &[(usize, usize)], read: &[Hit], s: usize, e: usize) -> Option<(usize, usize)> {
+    let (ls, le) = line_bounds(t, s, e);
+    let (ns, ne) = near(t, ls, le, 2);
+    (!claimed(existing, read, ns, ne)).then_some((ls, le))
+}
+
+/// Whether the line `ls..le` only mentions the message at `at`: prose about it, code that
+/// prints it, or the words in quotes.
+fn mentioned(t: &str, ls: usize, at: usize, le: usize) -> bool {
+    let line = &t[ls..le];
+    prose().is_match(line) || code().is_match(line) || quoted(t, ls, at, le)
 }
 
 /// Whether `s..e` overlaps a span a family grammar claimed (`existing`) or a hit this layer

@@ -369,7 +369,8 @@ fn capacity(t: &str, host: bool, h: &mut Hit) {
             (Some(v), _) | (None, Some(v)) => v,
             (None, None) => continue,
         };
-        let text = format!("{} GB", v.as_str());
+        // Device makers' and OS's "GB" on a memory size is GiB (a "24GB" card has 24 GiB).
+        let text = format!("{} GiB", v.as_str());
         match &found {
             None => found = Some(text),
             // Two different capacities (two cards, a laptop and a server): none is the device's.
@@ -378,8 +379,7 @@ fn capacity(t: &str, host: bool, h: &mut Hit) {
         }
     }
     if let Some(text) = found {
-        // Device makers' and OS's "GB" on a memory size is GiB (a "24GB" card has 24 GiB).
-        h.size(SizeKey::Total, &text.replace(" GB", " GiB"));
+        h.size(SizeKey::Total, &text);
     }
 }
 
